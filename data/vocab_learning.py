@@ -1,0 +1,117 @@
+"""Learning a WordPiece vocabulary from a corpus, in Google's layout.
+
+Words are counted with this project's own `BasicTokenizer` (exactly the
+splitting the model will later see), then tensorflow-text's WordPiece learner
+picks the pieces. CJK ideographs are handled apart from the learner: the
+tokenizer always splits them into single characters, so each one seen often
+enough becomes a token of its own and no ``##`` variant of them is kept (it
+could never be produced).
+
+The vocabulary starts with Google's reserved block::
+
+    [PAD] [unused0] ... [unused98] [UNK] [CLS] [SEP] [MASK]
+
+so ``[PAD]`` is id 0 and, with the default 99 unused slots, ``[UNK]``,
+``[CLS]``, ``[SEP]``, ``[MASK]`` are 100-103 as in Google's English vocabularies.
+The unused slots let a user add task-specific tokens later without resizing
+the embedding table.
+"""
+
+import collections
+import logging
+import os
+import tempfile
+
+from data import corpus as corpus_lib
+from data import tokenization
+
+
+def reserved_tokens(num_unused=99):
+    return (["[PAD]"] + ["[unused%d]" % i for i in range(num_unused)] +
+            [tokenization.UNK_TOKEN, tokenization.CLS_TOKEN,
+             tokenization.SEP_TOKEN, tokenization.MASK_TOKEN])
+
+
+def count_words(files, do_lower_case=True, stats=None):
+    """Counts basic-tokenized words over `files` (streamed line by line)."""
+    basic = tokenization.BasicTokenizer(do_lower_case=do_lower_case)
+    stats = stats if stats is not None else corpus_lib.ReadStats()
+    counts = collections.Counter()
+    for document in corpus_lib.iter_documents(files, stats):
+        for lineno, raw in document.lines:
+            text = corpus_lib.decode_line(raw, document.path, lineno, stats)
+            counts.update(basic.tokenize(text))
+    return counts
+
+
+def learn_vocab(word_counts, vocab_size, num_unused=99, min_cjk_count=1,
+                max_unique_chars=1000, lower_thresh=1, max_token_length=50):
+    """Learns a vocabulary of at most `vocab_size` tokens from word counts.
+
+    Args:
+      word_counts: mapping word -> count (from `count_words`).
+      vocab_size: the target size, reserved tokens and CJK characters included.
+      num_unused: number of ``[unusedN]`` slots in the reserved block.
+      min_cjk_count: CJK characters seen fewer times are left out (they
+        become ``[UNK]``).
+      max_unique_chars: alphabet size for non-CJK text; words holding rarer
+        characters are not learned from.
+      lower_thresh: lowest token frequency the learner may accept.
+      max_token_length: longest piece the learner considers.
+
+    Returns:
+      the vocabulary as a list of tokens, index = id.
+    """
+    from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner  # pylint: disable=g-import-not-at-top
+
+    reserved = reserved_tokens(num_unused)
+    cjk_counts = collections.Counter()
+    other_counts = {}
+    for word, count in word_counts.items():
+        if tokenization.is_cjk_char(word):
+            cjk_counts[word] += count
+        else:
+            other_counts[word] = count
+    cjk_tokens = [c for c, n in sorted(cjk_counts.items(), key=lambda kv: (-kv[1], kv[0]))
+                  if n >= min_cjk_count]
+    budget = vocab_size - len(reserved) - len(cjk_tokens)
+    if budget <= 0:
+        raise ValueError(
+            "vocab_size=%d leaves no room for learned pieces: %d reserved tokens "
+            "and %d CJK characters already fill it. Raise vocab_size or "
+            "min_cjk_count." % (vocab_size, len(reserved), len(cjk_tokens)))
+    learned = []
+    if other_counts:
+        learned = learner.learn(
+            other_counts, vocab_size=budget, reserved_tokens=[],
+            lower_thresh=lower_thresh, max_token_length=max_token_length,
+            max_unique_chars=max_unique_chars, include_joiner_token=True,
+            joiner="##")
+    vocab = list(reserved)
+    seen = set(vocab)
+    for token in cjk_tokens + learned:
+        if token.startswith("##") and tokenization.is_cjk_char(token[2:]):
+            continue  # never produced: CJK characters are always split apart.
+        if token not in seen and token.strip() == token and token:
+            seen.add(token)
+            vocab.append(token)
+    if len(vocab) > vocab_size:
+        vocab = vocab[:vocab_size]
+    return vocab
+
+
+def write_vocab(tokens, vocab_file):
+    """Writes one token per line, atomically (temp file, then rename)."""
+    directory = os.path.dirname(os.path.abspath(vocab_file))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".vocab-", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            for token in tokens:
+                f.write(token + "\n")
+        os.replace(tmp, vocab_file)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    logging.info("Wrote %d tokens to %s", len(tokens), vocab_file)

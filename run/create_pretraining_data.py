@@ -1,0 +1,82 @@
+"""Creates BERT pre-training TFRecords from raw text (Google's flags and format).
+
+    python run/create_pretraining_data.py \
+      --input_file=data/sample/sample_en.txt,data/sample/sample_zh.txt \
+      --output_file=/tmp/pretrain.tfrecord \
+      --vocab_file=data/sample/vocab.txt --do_lower_case=True \
+      --max_seq_length=128 --max_predictions_per_seq=20 \
+      --masked_lm_prob=0.15 --random_seed=12345 --dupe_factor=10 --num_workers=2
+"""
+
+import os
+import sys
+
+from absl import app
+from absl import flags
+from absl import logging
+
+from data import corpus
+from data import pretraining_data
+from data import pretraining_writer
+from data import tokenization
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("input_file", None,
+                    "Input raw text file (or comma-separated list of files/globs).")
+flags.DEFINE_string("output_file", None,
+                    "Output TF example file (or comma-separated list of files).")
+flags.DEFINE_string("vocab_file", None,
+                    "The vocabulary file that the BERT model was trained on.")
+flags.DEFINE_bool("do_lower_case", True,
+                  "Whether to lower case the input text. Should be True for uncased "
+                  "models and False for cased models.")
+flags.DEFINE_bool("do_whole_word_mask", False,
+                  "Whether to use whole word masking rather than per-WordPiece masking.")
+flags.DEFINE_integer("max_seq_length", 128, "Maximum sequence length.")
+flags.DEFINE_integer("max_predictions_per_seq", 20,
+                     "Maximum number of masked LM predictions per sequence.")
+flags.DEFINE_integer("random_seed", 12345, "Random seed for data generation.")
+flags.DEFINE_integer("dupe_factor", 10,
+                     "Number of times to duplicate the input data (with different masks).")
+flags.DEFINE_float("masked_lm_prob", 0.15, "Masked LM probability.")
+flags.DEFINE_float("short_seq_prob", 0.1,
+                   "Probability of creating sequences which are shorter than the "
+                   "maximum length.")
+# Beyond Google's script.
+flags.DEFINE_integer("num_workers", 1,
+                     "Worker processes. The output does not depend on this number.")
+flags.DEFINE_integer("documents_per_chunk", 10000,
+                     "Documents processed together (memory is bounded by this, not by "
+                     "the corpus size); the random next segment comes from the same chunk.")
+flags.DEFINE_integer("max_line_bytes", corpus.DEFAULT_MAX_LINE_BYTES,
+                     "Input lines longer than this are skipped and reported.")
+flags.DEFINE_integer("log_examples", 5, "Instances of the first chunk to log.")
+
+
+def main(_):
+    options = pretraining_data.InstanceOptions(
+        vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
+        max_seq_length=FLAGS.max_seq_length,
+        max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+        random_seed=FLAGS.random_seed, dupe_factor=FLAGS.dupe_factor,
+        masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob,
+        do_whole_word_mask=FLAGS.do_whole_word_mask)
+    output_files = [p.strip() for p in FLAGS.output_file.split(",") if p.strip()]
+    try:
+        input_files = corpus.expand_file_patterns(FLAGS.input_file)
+        logging.info("*** Reading from %d input files ***", len(input_files))
+        summary = pretraining_writer.create_pretraining_data(
+            input_files, output_files, options, num_workers=FLAGS.num_workers,
+            documents_per_chunk=FLAGS.documents_per_chunk,
+            max_line_bytes=FLAGS.max_line_bytes, log_first_instances=FLAGS.log_examples)
+    except (corpus.CorpusError, tokenization.VocabError, ValueError) as e:
+        # Bad input: one clear line, no traceback, and no output file written.
+        print("create_pretraining_data: error: %s" % e, file=sys.stderr)
+        sys.exit(1)
+    print(summary.describe())
+
+
+if __name__ == "__main__":
+    flags.mark_flags_as_required(["input_file", "output_file", "vocab_file"])
+    app.run(main)

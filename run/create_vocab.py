@@ -1,0 +1,47 @@
+"""Learns a WordPiece vocabulary (Google's layout) from corpus files.
+
+    python run/create_vocab.py --input_file=data/sample/*.txt \
+        --vocab_file=/tmp/vocab.txt --vocab_size=8000
+"""
+
+from absl import app
+from absl import flags
+from absl import logging
+
+from data import corpus
+from data import vocab_learning
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("input_file", None,
+                    "Input raw text file (or comma-separated list of files/globs).")
+flags.DEFINE_string("vocab_file", None, "Where to write the vocabulary.")
+flags.DEFINE_integer("vocab_size", 8000, "Target vocabulary size, reserved tokens included.")
+flags.DEFINE_bool("do_lower_case", True, "Lower-case and strip accents (uncased model).")
+flags.DEFINE_integer("num_unused", 99, "Number of [unusedN] slots after [PAD].")
+flags.DEFINE_integer("min_cjk_count", 1,
+                     "CJK characters seen fewer times are left out of the vocabulary.")
+flags.DEFINE_integer("max_unique_chars", 1000, "Alphabet size for non-CJK text.")
+flags.DEFINE_integer("lower_thresh", 1, "Lowest piece frequency the learner may accept.")
+
+
+def main(_):
+    files = corpus.expand_file_patterns(FLAGS.input_file)
+    stats = corpus.ReadStats()
+    counts = vocab_learning.count_words(files, FLAGS.do_lower_case, stats)
+    if not counts:
+        raise corpus.CorpusError("No words found in %s." % ", ".join(files))
+    tokens = vocab_learning.learn_vocab(
+        counts, FLAGS.vocab_size, num_unused=FLAGS.num_unused,
+        min_cjk_count=FLAGS.min_cjk_count, max_unique_chars=FLAGS.max_unique_chars,
+        lower_thresh=FLAGS.lower_thresh)
+    vocab_learning.write_vocab(tokens, FLAGS.vocab_file)
+    print("Read %d files, %d distinct words; wrote %d tokens to %s"
+          % (len(files), len(counts), len(tokens), FLAGS.vocab_file))
+    for line in stats.describe():
+        logging.warning("%s", line)
+
+
+if __name__ == "__main__":
+    flags.mark_flags_as_required(["input_file", "vocab_file"])
+    app.run(main)

