@@ -70,6 +70,7 @@ def serialize_example(int_features=None, float_features=None, bytes_features=Non
             entries.append((name, encode(values)))
     entries.sort(key=lambda e: e[0])
     body = b"".join(
-        _length_delimited(1, _length_delimited(1, name.encode("utf-8")) + feature)
+        _length_delimited(1, _length_delimited(1, name.encode("utf-8")) +
+                          _length_delimited(2, feature))
         for name, feature in entries)
     return _length_delimited(1, body)

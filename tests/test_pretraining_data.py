@@ -1,0 +1,344 @@
+# coding=utf-8
+"""Pre-training instances: masking statistics, NSP, truncation, writer, bad input."""
+
+import collections
+import glob
+import os
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from data import corpus
+from data import example_proto
+from data import input_pipeline
+from data import pretraining_data
+from data import pretraining_writer
+from data import tokenization
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _options(vocab_file, **overrides):
+    values = dict(vocab_file=vocab_file, do_lower_case=True, max_seq_length=128,
+                  max_predictions_per_seq=20, random_seed=12345, dupe_factor=2,
+                  masked_lm_prob=0.15, short_seq_prob=0.1, do_whole_word_mask=False)
+    values.update(overrides)
+    return pretraining_data.InstanceOptions(**values)
+
+
+def _write(path, text, mode="w"):
+    with open(path, mode) as f:
+        f.write(text)
+    return str(path)
+
+
+# --- Masking ------------------------------------------------------------------
+
+def _random_instance_tokens(rng, vocab_words, length):
+    body = [rng.choice(vocab_words) for _ in range(length - 3)]
+    cut = rng.randint(1, len(body) - 1)
+    return ["[CLS]"] + body[:cut] + ["[SEP]"] + body[cut:] + ["[SEP]"]
+
+
+def test_masking_statistics_token_level():
+    vocab_words = ["w%d" % i for i in range(500)] + ["##p%d" % i for i in range(100)]
+    rng = random.Random(7)
+    counts = collections.Counter()
+    total_predictions = 0
+    for _ in range(3000):
+        length = rng.randint(8, 128)
+        tokens = _random_instance_tokens(rng, vocab_words, length)
+        output, positions, labels = pretraining_data.create_masked_lm_predictions(
+            tokens, 0.15, 20, vocab_words, rng)
+        expected = min(20, max(1, int(round(length * 0.15))))
+        assert len(positions) == expected
+        assert positions == sorted(positions)
+        assert len(set(positions)) == len(positions)
+        for pos, label in zip(positions, labels):
+            assert tokens[pos] not in ("[CLS]", "[SEP]")
+            assert label == tokens[pos]
+            if output[pos] == "[MASK]":
+                counts["mask"] += 1
+            elif output[pos] == tokens[pos]:
+                counts["keep"] += 1
+            else:
+                counts["random"] += 1
+        # Positions that were not chosen are untouched.
+        untouched = set(range(len(tokens))) - set(positions)
+        assert all(output[i] == tokens[i] for i in untouched)
+        total_predictions += len(positions)
+    # 80/10/10; a random replacement can draw the same token (1/600), counted as keep.
+    assert abs(counts["mask"] / total_predictions - 0.8) < 0.015
+    assert abs(counts["keep"] / total_predictions - 0.1) < 0.012
+    assert abs(counts["random"] / total_predictions - 0.1) < 0.012
+
+
+def test_whole_word_masking_never_splits_a_word():
+    vocab_words = ["w%d" % i for i in range(300)] + ["##p%d" % i for i in range(300)]
+    rng = random.Random(11)
+    masked_continuations = 0
+    for _ in range(1000):
+        tokens = _random_instance_tokens(rng, vocab_words, rng.randint(10, 128))
+        # Make the first token of each segment a word start.
+        tokens = [t if not (t.startswith("##") and tokens[i - 1] in ("[CLS]", "[SEP]"))
+                  else "w0" for i, t in enumerate(tokens)]
+        _, positions, _ = pretraining_data.create_masked_lm_predictions(
+            tokens, 0.15, 20, vocab_words, rng, do_whole_word_mask=True)
+        masked = set(positions)
+        assert len(positions) <= min(20, max(1, int(round(len(tokens) * 0.15))))
+        for unit in pretraining_data.candidate_units(tokens, True):
+            chosen = [i in masked for i in unit]
+            assert all(chosen) or not any(chosen), (tokens, unit, positions)
+            if all(chosen) and len(unit) > 1:
+                masked_continuations += 1
+    assert masked_continuations > 100  # multi-piece words really got masked
+
+
+def test_truncate_seq_pair():
+    rng = random.Random(3)
+    for _ in range(200):
+        a = list(range(rng.randint(1, 100)))
+        b = list(range(1000, 1000 + rng.randint(1, 100)))
+        a0, b0 = list(a), list(b)
+        pretraining_data.truncate_seq_pair(a, b, 50, rng)
+        assert len(a) + len(b) <= 50 or (a == a0 and b == b0)
+        assert len(a) >= 1 and len(b) >= 1
+        # Truncation removes from the ends only: what remains is contiguous.
+        assert a == a0[a0.index(a[0]):a0.index(a[0]) + len(a)]
+        assert b == b0[b0.index(b[0]):b0.index(b[0]) + len(b)]
+        if len(a0) + len(b0) > 50:
+            assert len(a) + len(b) == 50
+
+
+def _numbered_documents(num_docs, sentences_per_doc, words_per_sentence):
+    """Documents whose tokens encode (doc, sentence) so pairs can be traced."""
+    return [[["d%ds%d" % (d, s)] * words_per_sentence for s in range(sentences_per_doc)]
+            for d in range(num_docs)]
+
+
+def test_nsp_pairs_are_real_continuations_or_from_another_document():
+    documents = _numbered_documents(30, 60, 6)
+    vocab_words = sorted({t for doc in documents for sent in doc for t in sent})
+    rng = random.Random(5)
+    labels = []
+    for index in range(len(documents)):
+        for instance in pretraining_data.create_instances_from_document(
+                documents, index, 32, 0.0, 0.15, 5, vocab_words, rng):
+            assert len(instance.tokens) <= 32
+            sep = instance.tokens.index("[SEP]")
+            assert instance.segment_ids == [0] * (sep + 1) + [1] * (len(instance.tokens) - sep - 1)
+            assert instance.tokens[0] == "[CLS]" and instance.tokens[-1] == "[SEP]"
+            # Undo the masking to read the sentence ids.
+            original = list(instance.tokens)
+            for pos, label in zip(instance.masked_lm_positions, instance.masked_lm_labels):
+                original[pos] = label
+            a_docs = {t.split("s")[0] for t in original[1:sep]}
+            b_docs = {t.split("s")[0] for t in original[sep + 1:-1]}
+            assert a_docs == {"d%d" % index}
+            if instance.is_random_next:
+                assert "d%d" % index not in b_docs
+            else:
+                assert b_docs == {"d%d" % index}
+                last_a = int(original[sep - 1].split("s")[1])
+                first_b = int(original[sep + 1].split("s")[1])
+                assert first_b == last_a + 1 or first_b == last_a  # (truncation may cut)
+            labels.append(instance.is_random_next)
+    # A fair coin, except that a chunk of a single sentence must take a random
+    # next: with long documents (and no short targets) that is rare.
+    assert len(labels) > 400
+    assert abs(np.mean(labels) - 0.5) < 0.06
+
+
+def test_single_sentence_documents_use_random_next():
+    documents = [[["a%d" % d] * 5] for d in range(10)]
+    rng = random.Random(1)
+    instances = pretraining_data.create_instances_from_document(
+        documents, 0, 64, 0.0, 0.15, 5, ["x"], rng)
+    assert len(instances) == 1 and instances[0].is_random_next
+
+
+# --- Example serialisation ----------------------------------------------------
+
+def test_pure_python_example_matches_tensorflow():
+    int_features = {"input_ids": [101, 0, 7, 2 ** 40, -3], "next_sentence_labels": [1],
+                    "empty": []}
+    float_features = {"masked_lm_weights": [1.0, 0.5, 0.0, -2.25]}
+    bytes_features = {"raw": [b"abc", b""]}
+    ours = example_proto.serialize_example(int_features, float_features, bytes_features)
+    feature = {}
+    for name, values in int_features.items():
+        feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+    for name, values in float_features.items():
+        feature[name] = tf.train.Feature(float_list=tf.train.FloatList(value=values))
+    for name, values in bytes_features.items():
+        feature[name] = tf.train.Feature(bytes_list=tf.train.BytesList(value=values))
+    reference = tf.train.Example(features=tf.train.Features(feature=feature))
+    assert tf.train.Example.FromString(ours) == reference
+    assert ours == reference.SerializeToString(deterministic=True)
+
+
+# --- Writer: round trip, determinism, workers -----------------------------------
+
+def _read_records(pattern):
+    records = []
+    for path in sorted(glob.glob(pattern)):
+        records.extend(r.numpy() for r in tf.data.TFRecordDataset(path))
+    return records
+
+
+def test_round_trip_on_sample_corpus(tmp_path, sample_corpus_files, sample_vocab_file):
+    out = os.path.join(str(tmp_path), "pt.tfrecord")
+    options = _options(sample_vocab_file, max_seq_length=64, max_predictions_per_seq=10,
+                       dupe_factor=3)
+    summary = pretraining_writer.create_pretraining_data(
+        sample_corpus_files, [out], options, documents_per_chunk=100000)
+    assert summary.documents > 250
+    assert os.listdir(str(tmp_path)) == ["pt.tfrecord"]  # no temp file left
+
+    tokenizer = tokenization.FullTokenizer(sample_vocab_file)
+    vocab = tokenizer.vocab
+    dataset = input_pipeline.pretraining_dataset(out, 64, 10, batch_size=32,
+                                                 is_training=False, drop_remainder=False)
+    n = 0
+    masked = 0
+    tokens = 0
+    for batch in dataset:
+        assert batch["input_ids"].dtype == tf.int32
+        assert batch["masked_lm_weights"].dtype == tf.float32
+        assert batch["input_ids"].shape[1] == 64 and batch["masked_lm_ids"].shape[1] == 10
+        ids = batch["input_ids"].numpy()
+        mask = batch["input_mask"].numpy()
+        seg = batch["segment_ids"].numpy()
+        pos = batch["masked_lm_positions"].numpy()
+        weights = batch["masked_lm_weights"].numpy()
+        for i in range(ids.shape[0]):
+            length = int(mask[i].sum())
+            assert mask[i, :length].all() and not mask[i, length:].any()
+            assert ids[i, 0] == vocab["[CLS]"] and ids[i, length - 1] == vocab["[SEP]"]
+            assert (ids[i, :length] == vocab["[SEP]"]).sum() == 2
+            assert not ids[i, length:].any() and not seg[i, length:].any()
+            k = int(weights[i].sum())
+            assert (weights[i, :k] == 1).all() and not weights[i, k:].any()
+            assert 1 <= k <= 10 and (pos[i, :k] < length).all() and (pos[i, :k] > 0).all()
+            assert k == min(10, max(1, int(round(length * 0.15))))
+            masked += k
+            tokens += length
+            n += 1
+    assert n == summary.instances
+    assert masked == summary.masked_tokens and tokens == summary.tokens
+    assert abs(masked / tokens - 0.15) < 0.01
+
+
+def test_same_output_for_any_worker_count_and_seed_matters(
+        tmp_path, sample_corpus_files, sample_vocab_file):
+    options = _options(sample_vocab_file, max_seq_length=48, dupe_factor=1)
+    outputs = {}
+    for workers in (1, 2):
+        paths = [os.path.join(str(tmp_path), "w%d_%d.tfrecord" % (workers, k)) for k in range(3)]
+        pretraining_writer.create_pretraining_data(
+            sample_corpus_files, paths, options, num_workers=workers,
+            documents_per_chunk=40)
+        outputs[workers] = [_read_records(p) for p in paths]
+    assert outputs[1] == outputs[2]
+    sizes = [len(records) for records in outputs[1]]
+    assert max(sizes) - min(sizes) <= 1  # round-robin over the output files
+    other = os.path.join(str(tmp_path), "seed.tfrecord")
+    pretraining_writer.create_pretraining_data(
+        sample_corpus_files, [other], options._replace(random_seed=1),
+        documents_per_chunk=40)
+    assert _read_records(other) != [r for rs in outputs[1] for r in rs]
+    again = os.path.join(str(tmp_path), "again.tfrecord")
+    pretraining_writer.create_pretraining_data(
+        sample_corpus_files, [again], options, documents_per_chunk=40)
+    first = [r for i in range(max(sizes)) for rs in outputs[1] if i < len(rs) for r in [rs[i]]]
+    assert _read_records(again) == first
+
+
+# --- Bad input --------------------------------------------------------------------
+
+def test_bad_lines_are_repaired_or_skipped_and_reported(tmp_path, sample_vocab_file):
+    path = os.path.join(str(tmp_path), "messy.txt")
+    content = (b"The baker opens the shop at six.\n"
+               b"She bakes bread \xff\xfe every morning.\n"   # line 2: invalid UTF-8
+               b"\n\n\n"                                     # empty documents
+               b"\x07\x00\x1b\n"                             # line 6: only controls
+               b"The farmer opens the gate.\n"               # one-sentence document
+               b"\n"
+               + b"x" * 5000 + b"\n"                         # line 9: too long
+               b"The river runs to the sea.\nFish swim in the river.\n")
+    _write(path, content, "wb")
+    out = os.path.join(str(tmp_path), "out.tfrecord")
+    summary = pretraining_writer.create_pretraining_data(
+        [path], [out], _options(sample_vocab_file, dupe_factor=1), max_line_bytes=1000)
+    report = summary.describe()
+    assert "invalid UTF-8" in report and "messy.txt:2" in report
+    assert "without any token" in report and "messy.txt:6" in report
+    assert "over 1000 bytes" in report and "messy.txt:9" in report
+    assert "one-sentence" in report
+    assert summary.documents == 3
+    assert summary.stats.counts["lines over 1000 bytes skipped"] == 1
+    assert len(_read_records(out)) == summary.instances > 0
+
+
+def test_missing_and_empty_inputs(tmp_path, sample_vocab_file):
+    with pytest.raises(corpus.CorpusError, match="nothing_here"):
+        corpus.expand_file_patterns(os.path.join(str(tmp_path), "nothing_here*.txt"))
+    empty = _write(os.path.join(str(tmp_path), "empty.txt"), "")
+    blank = _write(os.path.join(str(tmp_path), "blank.txt"), "\n\n \n")
+    out = os.path.join(str(tmp_path), "out.tfrecord")
+    with pytest.raises(corpus.CorpusError, match="empty.txt"):
+        pretraining_writer.create_pretraining_data(
+            [empty, blank], [out], _options(sample_vocab_file))
+    assert not os.path.exists(out)
+    assert not [f for f in os.listdir(str(tmp_path)) if ".tmp-" in f]
+
+
+def test_vocab_without_special_tokens_is_refused_before_writing(tmp_path, sample_corpus_files):
+    vocab = _write(os.path.join(str(tmp_path), "bad_vocab.txt"),
+                   "[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\n")
+    out = os.path.join(str(tmp_path), "out.tfrecord")
+    _write(out, "precious")
+    with pytest.raises(tokenization.VocabError, match=r"bad_vocab\.txt.*\[MASK\]"):
+        pretraining_writer.create_pretraining_data(
+            sample_corpus_files, [out], _options(vocab))
+    with open(out) as f:
+        assert f.read() == "precious"  # an existing output is never half-overwritten
+
+
+def test_failure_midway_leaves_previous_output_intact(tmp_path, sample_vocab_file):
+    good = _write(os.path.join(str(tmp_path), "good.txt"), "The baker opens the shop.\n")
+    out = os.path.join(str(tmp_path), "out.tfrecord")
+    _write(out, "previous run")
+    # The second file disappears between globbing and reading.
+    missing = os.path.join(str(tmp_path), "gone.txt")
+    with pytest.raises(corpus.CorpusError, match="gone.txt"):
+        pretraining_writer.create_pretraining_data(
+            [good, missing], [out], _options(sample_vocab_file), documents_per_chunk=1)
+    with open(out) as f:
+        assert f.read() == "previous run"
+    assert sorted(os.listdir(str(tmp_path))) == ["good.txt", "out.tfrecord"]
+
+
+def test_script_reports_bad_input_without_traceback(tmp_path, sample_vocab_file):
+    out = os.path.join(str(tmp_path), "out.tfrecord")
+    result = subprocess.run(
+        [sys.executable, os.path.join(REPO_ROOT, "run", "create_pretraining_data.py"),
+         "--input_file=%s" % os.path.join(str(tmp_path), "missing_*.txt"),
+         "--output_file=%s" % out, "--vocab_file=%s" % sample_vocab_file],
+        capture_output=True, text=True, timeout=120,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert result.returncode == 1
+    assert "missing_*.txt" in result.stderr and "matches no file" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not os.path.exists(out)
+
+
+def test_options_are_validated(sample_vocab_file):
+    for bad in (dict(max_seq_length=4), dict(masked_lm_prob=0.0), dict(dupe_factor=0),
+                dict(max_predictions_per_seq=0), dict(short_seq_prob=1.5)):
+        with pytest.raises(ValueError):
+            _options(sample_vocab_file, **bad).validate()
