@@ -1,0 +1,627 @@
+"""Optimizers and learning-rate schedule for BERT pre-training and fine-tuning.
+
+What is here, and how it matches google-research/bert's `optimization.py`:
+
+* `LinearWarmupLinearDecay`: Google's schedule, exactly:
+  `lr(step) = peak * step / warmup` while `step < warmup`, otherwise
+  `peak * (1 - min(step, total) / total)`. The decay is measured from step 0,
+  not from the end of warm-up, so the rate just after warm-up is
+  `peak * (1 - warmup / total)`, as in Google's code.
+* `AdamWeightDecay`: Google's `AdamWeightDecayOptimizer`: Adam moments with
+  NO bias correction, and decoupled weight decay added to the update,
+  `w -= lr * (m / (sqrt(v) + eps) + wd * w)`, skipped for variables whose
+  path matches one of `exclude_from_weight_decay` (default "LayerNorm",
+  "layer_norm", "bias"; matched with `re.search` on `variable.path`, e.g.
+  `bert_encoder/layer_0/attention_LayerNorm/gamma`).
+* `Lamb`: layer-wise adaptive moments (You et al. 2019) with bias-corrected
+  moments, the same decay and exclusions, and trust ratio `||w|| / ||u||`
+  (1 when either norm is 0); excluded variables get neither decay nor the
+  trust ratio (as tf-models does).
+* `create_optimizer(...)`: the schedule plus either optimizer, with gradient
+  clipping and optional gradient accumulation.
+
+Gradient processing (both optimizers share it, in `apply`):
+
+    1. all-reduce (SUM) the gradients across replicas (when called inside
+       `strategy.run` with more than one replica);
+    2. with `gradient_accumulation_steps = k > 1`, add them to accumulators;
+       only every k-th call continues, with the MEAN of the k micro-batch
+       gradients;
+    3. clip by global norm (`clip_norm`, 1.0 by default);
+    4. apply one update at learning rate `schedule(optimizer.iterations)`,
+       and increment `optimizer.iterations`.
+
+So clipping happens AFTER accumulation and after the cross-replica sum: k
+accumulated micro-batches give exactly the update of one k-times larger
+batch, and N replicas give the update of one N-times larger batch. (This is
+Google's single-device semantics; Google's TPU code clipped each core's
+gradient before the cross-shard sum.) `optimizer.iterations` counts updates
+(what the schedule, `num_train_steps` and checkpoints mean by "step");
+`optimizer.micro_steps` counts `apply_gradients` calls.
+
+Driving it from a custom training loop under tf.distribute:
+
+    with strategy.scope():
+        model = build_bert_pretrainer(config)
+        optimizer = create_optimizer(1e-4, num_train_steps, num_warmup_steps,
+                                     gradient_accumulation_steps=k)
+        # Create the slots now: variables cannot be created in strategy.run
+        # (this is also what lets a checkpoint restore them before step 1).
+        optimizer.build(model.trainable_variables)
+
+    @tf.function
+    def train_step(features):                       # one micro-batch
+        def step_fn(features):
+            with tf.GradientTape() as tape:
+                loss, metrics = model.compute_loss_and_metrics(
+                    features, training=True)
+                # Gradients are SUMMED across replicas: scale by 1/replicas
+                # so the update uses the global-batch mean.
+                scaled = loss / strategy.num_replicas_in_sync
+            grads = tape.gradient(scaled, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            return metrics
+        per_replica = strategy.run(step_fn, args=(features,))
+        return tf.nest.map_structure(
+            lambda x: strategy.reduce("SUM", x, axis=None), per_replica)
+
+Call `train_step` once per micro-batch; the weights change on every k-th
+call (`optimizer.iterations` then advances by one). Do not clip in the loop:
+the optimizer does it. Accumulators and counters are optimizer variables, so
+a checkpoint of the optimizer resumes mid-accumulation exactly. Keras's own
+`gradient_accumulation_steps`/`global_clipnorm` are not used: they clip each
+replica's gradient before the cross-replica sum, run the schedule on
+micro-steps, and put synchronisation inside a replica-context `cond` (which
+MirroredStrategy rejects).
+
+For float16 mixed precision wrap the optimizer in
+`keras.optimizers.LossScaleOptimizer` (and scale the loss with its
+`scale_loss`); this composes with accumulation and MirroredStrategy (tested).
+bfloat16 needs no loss scaling. This module needs the TensorFlow backend.
+"""
+
+import re
+
+import keras
+import tensorflow as tf
+
+__all__ = [
+    "AdamWeightDecay",
+    "Lamb",
+    "LinearWarmupLinearDecay",
+    "create_optimizer",
+]
+
+_PACKAGE = "bert_family"
+DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
+
+
+# ------------------------------------------------------------------ schedule
+
+
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class LinearWarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """Google BERT's learning rate: linear warm-up, then linear decay to 0.
+
+    Args:
+        peak_learning_rate: the `init_lr` of Google's `create_optimizer`.
+        num_train_steps: step at which the rate reaches 0 (and stays).
+        num_warmup_steps: steps of linear warm-up from 0; 0 disables it.
+    """
+
+    def __init__(self, peak_learning_rate, num_train_steps, num_warmup_steps=0):
+        if num_train_steps <= 0:
+            raise ValueError(f"num_train_steps must be positive, got {num_train_steps}.")
+        if num_warmup_steps < 0:
+            raise ValueError(f"num_warmup_steps must be >= 0, got {num_warmup_steps}.")
+        self.peak_learning_rate = peak_learning_rate
+        self.num_train_steps = num_train_steps
+        self.num_warmup_steps = num_warmup_steps
+
+    def __call__(self, step):
+        step = tf.cast(step, tf.float32)
+        peak = tf.cast(self.peak_learning_rate, tf.float32)
+        total = tf.cast(self.num_train_steps, tf.float32)
+        decayed = peak * (1.0 - tf.minimum(step, total) / total)
+        if not self.num_warmup_steps:
+            return decayed
+        warmup = tf.cast(self.num_warmup_steps, tf.float32)
+        return tf.where(step < warmup, peak * step / warmup, decayed)
+
+    def get_config(self):
+        return {
+            "peak_learning_rate": self.peak_learning_rate,
+            "num_train_steps": self.num_train_steps,
+            "num_warmup_steps": self.num_warmup_steps,
+        }
+
+
+# ------------------------------------------------------------ shared machinery
+
+
+class _BertOptimizer(keras.optimizers.Optimizer):
+    """Weight-decay exclusions, global-norm clipping and accumulation.
+
+    Subclasses implement `build` (slots) and `update_step(gradient,
+    variable, learning_rate)`; they ask `self._decays(variable)` whether a
+    variable gets weight decay.
+    """
+
+    def __init__(
+        self,
+        learning_rate,
+        weight_decay_rate=0.0,
+        exclude_from_weight_decay=DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY,
+        clip_norm=None,
+        gradient_accumulation_steps=1,
+        name=None,
+        **kwargs,
+    ):
+        # Keras's own clipping/decay/accumulation are not used (see module
+        # docstring); reject them rather than silently ignoring them.
+        for key in ("weight_decay", "clipnorm", "clipvalue", "global_clipnorm",
+                    "gradient_accumulation_steps", "loss_scale_factor"):
+            if kwargs.get(key) is not None:
+                raise ValueError(
+                    f"{type(self).__name__} does not take Keras's `{key}`; use "
+                    "weight_decay_rate / clip_norm / gradient_accumulation_steps."
+                )
+            kwargs.pop(key, None)
+        if kwargs.pop("use_ema", False):
+            raise ValueError(f"{type(self).__name__} does not support use_ema.")
+        kwargs.pop("ema_momentum", None)
+        kwargs.pop("ema_overwrite_frequency", None)
+        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+        if gradient_accumulation_steps is None or int(gradient_accumulation_steps) < 1:
+            raise ValueError(
+                "gradient_accumulation_steps must be >= 1, got "
+                f"{gradient_accumulation_steps}."
+            )
+        if clip_norm is not None and clip_norm <= 0:
+            raise ValueError(f"clip_norm must be positive or None, got {clip_norm}.")
+        self.weight_decay_rate = weight_decay_rate
+        self.exclude_from_weight_decay_patterns = list(exclude_from_weight_decay or ())
+        self.clip_norm = clip_norm
+        self.accumulation_steps = int(gradient_accumulation_steps)
+        with keras.name_scope(self.name, caller=self):
+            self._micro_steps = keras.Variable(
+                0,
+                name="micro_steps",
+                dtype="int",
+                trainable=False,
+                aggregation="only_first_replica",
+            )
+            # Global norm of the gradient of the last update (after the
+            # cross-replica sum and accumulation, before clipping), for
+            # TensorBoard.
+            self._gradient_norm = keras.Variable(
+                0.0,
+                name="gradient_norm",
+                dtype="float32",
+                trainable=False,
+                aggregation="only_first_replica",
+            )
+    @property
+    def gradient_norm(self):
+        """Global norm of the last update's gradient, before clipping."""
+        return self._gradient_norm
+
+    @property
+    def micro_steps(self):
+        """Number of `apply_gradients` calls (micro-batches) so far."""
+        return self._micro_steps
+
+    def _decays(self, variable):
+        """Whether `variable` (a model variable) gets weight decay."""
+        if not self.weight_decay_rate:
+            return False
+        path = getattr(variable, "path", None) or variable.name
+        for pattern in self.exclude_from_weight_decay_patterns:
+            if re.search(pattern, path):
+                return False
+        # Also honour Keras's `exclude_from_weight_decay(var_list=...)`.
+        return self._use_weight_decay(variable)
+
+    def build(self, variables):
+        if self.built:
+            return
+        super().build(variables)
+        self._decay_flags = [self._decays(v) for v in variables]
+        if self.accumulation_steps > 1:
+            self._accumulators = self.add_optimizer_variables(
+                variables, "gradient_accumulator"
+            )
+
+    def _decay_for(self, variable):
+        return self._decay_flags[self._get_variable_index(variable)]
+
+    # ---------------------------------------------------------------- apply
+
+    def apply(self, grads, trainable_variables=None):
+        grads = list(grads)
+        if not grads:
+            return
+        if trainable_variables is None:
+            if not self.built:
+                raise ValueError(
+                    "Call optimizer.build(variables) or pass the variables."
+                )
+            trainable_variables = self._trainable_variables
+        trainable_variables = list(trainable_variables)
+        replica_context = tf.distribute.get_replica_context()
+        if not self.built:
+            if (
+                replica_context is not None
+                and replica_context.num_replicas_in_sync > 1
+            ):
+                raise ValueError(
+                    "Build the optimizer before the first distributed step: "
+                    "`optimizer.build(model.trainable_variables)` under "
+                    "`strategy.scope()` (slot variables cannot be created "
+                    "inside `strategy.run`)."
+                )
+            with keras.name_scope(self.name, caller=self):
+                self.build(trainable_variables)
+        self._check_variables_are_known(trainable_variables)
+
+        pairs = [(g, v) for g, v in zip(grads, trainable_variables) if g is not None]
+        if not pairs:
+            raise ValueError("No gradients provided for any variable.")
+        variables = [v for _, v in pairs]
+        with keras.name_scope(self.name, caller=self):
+            # Dense gradients: the embedding gradient is an IndexedSlices, but
+            # the update touches every row anyway (moments, decay).
+            grads = [
+                tf.convert_to_tensor(g, dtype_hint=v.dtype) for g, v in pairs
+            ]
+            grads = [tf.cast(g, v.dtype) for g, v in zip(grads, variables)]
+            if replica_context is not None and replica_context.num_replicas_in_sync > 1:
+                grads = replica_context.all_reduce(tf.distribute.ReduceOp.SUM, grads)
+            if self.accumulation_steps == 1:
+                final_grads, norm = self._clip(grads)
+            else:
+                # The would-be update from the accumulated mean, computed in
+                # every call (cheap next to the model) so that the only
+                # conditional is in cross-replica context below.
+                k = float(self.accumulation_steps)
+                accumulators = [self._accumulator_for(v) for v in variables]
+                final_grads, norm = self._clip(
+                    [(acc + g) / k for acc, g in zip(accumulators, grads)]
+                )
+            learning_rate = self.learning_rate
+            if replica_context is None:
+                # Cross-replica context (e.g. called under strategy.scope()
+                # but outside strategy.run): gradients are already global.
+                self._apply_merged(
+                    tf.distribute.get_strategy(), grads, final_grads, variables,
+                    learning_rate, norm,
+                )
+            else:
+                replica_context.merge_call(
+                    self._apply_merged,
+                    args=(grads, final_grads, variables, learning_rate, norm),
+                )
+
+    def apply_gradients(self, grads_and_vars):
+        grads, variables = zip(*list(grads_and_vars))
+        self.apply(grads, variables)
+        return self._iterations
+
+    def _clip(self, grads):
+        """Returns (gradients clipped by global norm, their norm before)."""
+        norm = tf.linalg.global_norm(grads)
+        if self.clip_norm is None:
+            return grads, norm
+        clipped, _ = tf.clip_by_global_norm(grads, self.clip_norm, use_norm=norm)
+        return clipped, norm
+
+    def _accumulator_for(self, variable):
+        return self._accumulators[self._get_variable_index(variable)]
+
+    def _apply_merged(self, strategy, grads, final_grads, variables, learning_rate,
+                      norm):
+        """Runs in cross-replica context: the state changes of one call."""
+        tf_variables = [_tf_variable(v) for v in variables]
+
+        def update_var(var, grad, lr):
+            return self.update_step(grad, var, lr)
+
+        def update():
+            for grad, var in zip(final_grads, tf_variables):
+                strategy.extended.update(
+                    var, update_var, args=(grad, learning_rate), group=False
+                )
+            strategy.extended.update(
+                _tf_variable(self._gradient_norm), lambda v, n: v.assign(n),
+                args=(norm,), group=False,
+            )
+
+        if self.accumulation_steps == 1:
+            update()
+            self._iterations.assign_add(1)
+            self._micro_steps.assign_add(1)
+            return
+
+        accumulators = [_tf_variable(self._accumulator_for(v)) for v in variables]
+        is_update_step = tf.equal(
+            (self._micro_steps + 1) % self.accumulation_steps, 0
+        )
+
+        def update_and_reset():
+            update()
+            for acc in accumulators:
+                strategy.extended.update(
+                    acc, lambda a: a.assign(tf.zeros_like(a)), group=False
+                )
+            return tf.constant(True)
+
+        def accumulate():
+            for grad, acc in zip(grads, accumulators):
+                strategy.extended.update(
+                    acc, lambda a, g: a.assign_add(g), args=(grad,), group=False
+                )
+            return tf.constant(False)
+
+        tf.cond(is_update_step, update_and_reset, accumulate)
+        self._iterations.assign_add(tf.cast(is_update_step, self._iterations.dtype))
+        self._micro_steps.assign_add(1)
+
+    # --------------------------------------------------------------- config
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        # Keras's from_config deserialises the schedule in place; work on a
+        # copy so the caller's dict stays a plain config.
+        return super().from_config(dict(config), custom_objects=custom_objects)
+
+    def get_config(self):
+        config = super().get_config()
+        for key in ("weight_decay", "clipnorm", "clipvalue", "global_clipnorm",
+                    "use_ema", "ema_momentum", "ema_overwrite_frequency",
+                    "loss_scale_factor", "gradient_accumulation_steps"):
+            config.pop(key, None)
+        config.update(
+            weight_decay_rate=self.weight_decay_rate,
+            exclude_from_weight_decay=list(self.exclude_from_weight_decay_patterns),
+            clip_norm=self.clip_norm,
+            gradient_accumulation_steps=self.accumulation_steps,
+        )
+        return config
+
+
+def _cast_pair(beta, dtype):
+    """`(beta, 1 - beta)` as tensors of `dtype`, the difference taken first."""
+    if isinstance(beta, (int, float)):
+        return tf.cast(beta, dtype), tf.cast(1.0 - beta, dtype)
+    beta = tf.cast(beta, dtype)
+    return beta, 1.0 - beta
+
+
+def _tf_variable(variable):
+    """The backend `tf.Variable` (possibly distributed) behind a Keras one."""
+    return variable.value if isinstance(variable, keras.Variable) else variable
+
+
+# ----------------------------------------------------------------- optimizers
+
+
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class AdamWeightDecay(_BertOptimizer):
+    """google-research/bert's `AdamWeightDecayOptimizer` for Keras 3.
+
+        m = beta_1 * m + (1 - beta_1) * g
+        v = beta_2 * v + (1 - beta_2) * g^2
+        u = m / (sqrt(v) + epsilon)  [+ weight_decay_rate * w if decayed]
+        w = w - lr * u
+
+    No bias correction: early updates are smaller than Adam's, which
+    together with warm-up is what Google trained BERT with. The moment slots
+    are named `adam_m` / `adam_v` as in Google's checkpoints.
+
+    Args:
+        learning_rate: float or `LearningRateSchedule`.
+        weight_decay_rate: decoupled decay coefficient (Google: 0.01).
+        beta_1, beta_2, epsilon: Adam constants (Google: 0.9, 0.999, 1e-6).
+        exclude_from_weight_decay: regexes searched in variable paths.
+        clip_norm: global-norm clip threshold, None to disable.
+        gradient_accumulation_steps: micro-batches per update (1 = none).
+        name: optimizer name.
+    """
+
+    def __init__(
+        self,
+        learning_rate=0.001,
+        weight_decay_rate=0.0,
+        beta_1=0.9,
+        beta_2=0.999,
+        epsilon=1e-6,
+        exclude_from_weight_decay=DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY,
+        clip_norm=None,
+        gradient_accumulation_steps=1,
+        name="AdamWeightDecay",
+        **kwargs,
+    ):
+        super().__init__(
+            learning_rate=learning_rate,
+            weight_decay_rate=weight_decay_rate,
+            exclude_from_weight_decay=exclude_from_weight_decay,
+            clip_norm=clip_norm,
+            gradient_accumulation_steps=gradient_accumulation_steps,
+            name=name,
+            **kwargs,
+        )
+        self.beta_1 = beta_1
+        self.beta_2 = beta_2
+        self.epsilon = epsilon
+
+    def build(self, variables):
+        if self.built:
+            return
+        super().build(variables)
+        self._m = self.add_optimizer_variables(variables, "adam_m")
+        self._v = self.add_optimizer_variables(variables, "adam_v")
+
+    def update_step(self, gradient, variable, learning_rate):
+        index = self._get_variable_index(variable)
+        m, v = self._m[index], self._v[index]
+        dtype = variable.dtype
+        gradient = tf.cast(gradient, dtype)
+        lr = tf.cast(learning_rate, dtype)
+        # 1 - beta in float64 before the cast, as Google's code does: in
+        # float32, 1 - 0.999 is off by 1e-5 relative.
+        beta_1, one_minus_beta_1 = _cast_pair(self.beta_1, dtype)
+        beta_2, one_minus_beta_2 = _cast_pair(self.beta_2, dtype)
+        new_m = beta_1 * m + one_minus_beta_1 * gradient
+        new_v = beta_2 * v + one_minus_beta_2 * tf.square(gradient)
+        update = new_m / (tf.sqrt(new_v) + tf.cast(self.epsilon, dtype))
+        if self._decay_for(variable):
+            update += tf.cast(self.weight_decay_rate, dtype) * variable
+        self.assign(m, new_m)
+        self.assign(v, new_v)
+        self.assign_sub(variable, lr * update)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(beta_1=self.beta_1, beta_2=self.beta_2, epsilon=self.epsilon)
+        return config
+
+
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class Lamb(_BertOptimizer):
+    """LAMB with BERT's weight-decay exclusions.
+
+        m, v as Adam; m_hat = m / (1 - beta_1^t); v_hat = v / (1 - beta_2^t)
+        u = m_hat / (sqrt(v_hat) + epsilon) + weight_decay_rate * w
+        r = ||w|| / ||u||   (1 if either norm is 0)
+        w = w - lr * r * u
+
+    Variables matching `exclude_from_weight_decay` get no decay and r = 1.
+    Arguments as for `AdamWeightDecay`.
+    """
+
+    def __init__(
+        self,
+        learning_rate=0.001,
+        weight_decay_rate=0.0,
+        beta_1=0.9,
+        beta_2=0.999,
+        epsilon=1e-6,
+        exclude_from_weight_decay=DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY,
+        clip_norm=None,
+        gradient_accumulation_steps=1,
+        name="Lamb",
+        **kwargs,
+    ):
+        super().__init__(
+            learning_rate=learning_rate,
+            weight_decay_rate=weight_decay_rate,
+            exclude_from_weight_decay=exclude_from_weight_decay,
+            clip_norm=clip_norm,
+            gradient_accumulation_steps=gradient_accumulation_steps,
+            name=name,
+            **kwargs,
+        )
+        self.beta_1 = beta_1
+        self.beta_2 = beta_2
+        self.epsilon = epsilon
+
+    def build(self, variables):
+        if self.built:
+            return
+        super().build(variables)
+        self._m = self.add_optimizer_variables(variables, "lamb_m")
+        self._v = self.add_optimizer_variables(variables, "lamb_v")
+        # Whether each variable is "adapted" (decay + trust ratio): unlike
+        # `_decay_flags` this does not depend on weight_decay_rate.
+        self._adapt_flags = [
+            not any(re.search(p, getattr(v, "path", None) or v.name)
+                    for p in self.exclude_from_weight_decay_patterns)
+            for v in variables
+        ]
+
+    def update_step(self, gradient, variable, learning_rate):
+        index = self._get_variable_index(variable)
+        m, v = self._m[index], self._v[index]
+        dtype = variable.dtype
+        gradient = tf.cast(gradient, dtype)
+        lr = tf.cast(learning_rate, dtype)
+        beta_1, one_minus_beta_1 = _cast_pair(self.beta_1, dtype)
+        beta_2, one_minus_beta_2 = _cast_pair(self.beta_2, dtype)
+        # `iterations` counts completed updates; this is update number t.
+        t = tf.cast(self._iterations + 1, dtype)
+        new_m = beta_1 * m + one_minus_beta_1 * gradient
+        new_v = beta_2 * v + one_minus_beta_2 * tf.square(gradient)
+        m_hat = new_m / (1.0 - tf.pow(beta_1, t))
+        v_hat = new_v / (1.0 - tf.pow(beta_2, t))
+        update = m_hat / (tf.sqrt(v_hat) + tf.cast(self.epsilon, dtype))
+        if self._decay_for(variable):
+            update += tf.cast(self.weight_decay_rate, dtype) * variable
+        if self._adapt_flags[index]:
+            w_norm = tf.norm(variable)
+            u_norm = tf.norm(update)
+            ratio = tf.where(
+                (w_norm > 0.0) & (u_norm > 0.0),
+                tf.math.divide_no_nan(w_norm, u_norm),
+                tf.ones_like(w_norm),
+            )
+            update = ratio * update
+        self.assign(m, new_m)
+        self.assign(v, new_v)
+        self.assign_sub(variable, lr * update)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(beta_1=self.beta_1, beta_2=self.beta_2, epsilon=self.epsilon)
+        return config
+
+
+# ------------------------------------------------------------------- factory
+
+
+def create_optimizer(
+    init_lr,
+    num_train_steps,
+    num_warmup_steps,
+    optimizer_type="adamw",
+    weight_decay_rate=0.01,
+    clip_norm=1.0,
+    gradient_accumulation_steps=1,
+    exclude_from_weight_decay=DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY,
+    beta_1=0.9,
+    beta_2=0.999,
+    epsilon=1e-6,
+):
+    """Google's `create_optimizer` for Keras 3: schedule + optimizer.
+
+    Args:
+        init_lr: peak learning rate.
+        num_train_steps: optimizer updates until the rate reaches 0. With
+            accumulation these are updates, not micro-batches.
+        num_warmup_steps: updates of linear warm-up.
+        optimizer_type: "adamw" (`AdamWeightDecay`, Google's) or "lamb".
+        weight_decay_rate: decoupled weight decay (Google: 0.01).
+        clip_norm: global-norm clipping threshold (Google: 1.0); None = off.
+        gradient_accumulation_steps: micro-batches per update.
+        exclude_from_weight_decay, beta_1, beta_2, epsilon: see the classes.
+
+    Returns:
+        An `AdamWeightDecay` or `Lamb` whose learning rate is a
+        `LinearWarmupLinearDecay`.
+    """
+    schedule = LinearWarmupLinearDecay(init_lr, num_train_steps, num_warmup_steps)
+    classes = {"adamw": AdamWeightDecay, "adam": AdamWeightDecay, "lamb": Lamb}
+    key = optimizer_type.lower()
+    if key not in classes:
+        raise ValueError(
+            f"Unknown optimizer_type {optimizer_type!r}; use 'adamw' or 'lamb'."
+        )
+    return classes[key](
+        learning_rate=schedule,
+        weight_decay_rate=weight_decay_rate,
+        beta_1=beta_1,
+        beta_2=beta_2,
+        epsilon=epsilon,
+        exclude_from_weight_decay=exclude_from_weight_decay,
+        clip_norm=clip_norm,
+        gradient_accumulation_steps=gradient_accumulation_steps,
+    )

@@ -1,0 +1,43 @@
+"""One worker of the two-process MultiWorkerMirroredStrategy test.
+
+Usage: TF_CONFIG=... python multi_worker_job.py MODEL_DIR DATA_FILE NUM_STEPS
+Prints RESUMED_FROM_STEP n and FINAL_STEP n. Exits by itself (the test also
+bounds it with a timeout).
+"""
+
+import sys
+
+import keras
+import tensorflow as tf
+
+from data import input_pipeline
+from modeling import config as config_lib
+from modeling import distribute
+from modeling import objectives
+from modeling import optimization
+from modeling import trainer as trainer_lib
+
+
+def main(model_dir, data_file, steps):
+    strategy = distribute.get_strategy("multi_worker_mirrored")
+    config = config_lib.BertConfig(
+        vocab_size=60, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=64, type_vocab_size=2)
+
+    def model_fn():
+        keras.utils.set_random_seed(1)
+        return objectives.build_bert_pretrainer(config)
+
+    trainer = trainer_lib.Trainer(
+        strategy, model_fn, lambda: optimization.create_optimizer(1e-3, steps, 1),
+        model_dir=model_dir, train_batch_size=8, num_train_steps=steps,
+        save_checkpoints_steps=2, log_steps=2)
+    trainer.restore_or_initialize()
+    print("RESUMED_FROM_STEP %d" % trainer.current_step(), flush=True)
+    trainer.train(input_pipeline.pretraining_input_fn_builder(
+        data_file, 16, 3, is_training=True, batch_size=8, seed=5, shuffle_buffer_size=16))
+    print("FINAL_STEP %d" % trainer.current_step(), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]))

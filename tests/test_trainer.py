@@ -1,0 +1,236 @@
+"""The trainer: learning, resume, distribution, accumulation, TensorBoard."""
+
+import glob
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from data import example_proto
+from data import input_pipeline
+from modeling import config as config_lib
+from modeling import objectives
+from modeling import optimization
+from modeling import trainer as trainer_lib
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SEQ, PRED, VOCAB = 16, 3, 60
+
+
+def _tiny_config(vocab_size=VOCAB):
+    return config_lib.BertConfig(
+        vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=64, type_vocab_size=2,
+        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+
+
+def _write_synthetic(path, n, seed=0):
+    """Records with a fixed number of masked positions (3) per example, so a
+    weighted mean over any split of a batch equals the mean over the whole."""
+    rng = np.random.RandomState(seed)
+    with tf.io.TFRecordWriter(path) as writer:
+        for _ in range(n):
+            length = rng.randint(8, SEQ + 1)
+            ids = [2] + rng.randint(5, VOCAB, size=length - 2).tolist() + [3]
+            positions = sorted(rng.choice(np.arange(1, length - 1), PRED, replace=False).tolist())
+            writer.write(example_proto.serialize_example(
+                {"input_ids": ids + [0] * (SEQ - length), "input_mask": [1] * length + [0] * (SEQ - length),
+                 "segment_ids": [0] * (length // 2) + [1] * (length - length // 2) + [0] * (SEQ - length),
+                 "masked_lm_positions": positions,
+                 "masked_lm_ids": [ids[p] for p in positions],
+                 "next_sentence_labels": [int(rng.randint(2))]},
+                {"masked_lm_weights": [1.0] * PRED}))
+    return path
+
+
+@pytest.fixture(scope="module")
+def synthetic_file(tmp_path_factory):
+    return _write_synthetic(str(tmp_path_factory.mktemp("synthetic") / "data.tfrecord"), 64)
+
+
+def _input_fn(path, batch_size, is_training=True, seed=7):
+    return input_pipeline.pretraining_input_fn_builder(
+        path, SEQ, PRED, is_training=is_training, batch_size=batch_size, seed=seed,
+        shuffle_buffer_size=64)
+
+
+def _make_trainer(model_dir, strategy=None, steps=4, accumulation=1, batch_size=8,
+                  save_every=2, lr=1e-3, weights=None, log_steps=1):
+    strategy = strategy or tf.distribute.OneDeviceStrategy("/cpu:0")
+
+    def model_fn():
+        keras.utils.set_random_seed(1)
+        model = objectives.build_bert_pretrainer(_tiny_config())
+        if weights is not None:
+            model.set_weights(weights)
+        return model
+
+    return trainer_lib.Trainer(
+        strategy, model_fn,
+        lambda: optimization.create_optimizer(lr, steps, 0,
+                                              gradient_accumulation_steps=accumulation),
+        model_dir=str(model_dir), train_batch_size=batch_size, num_train_steps=steps,
+        save_checkpoints_steps=save_every, log_steps=log_steps,
+        gradient_accumulation_steps=accumulation)
+
+
+def _optimizer_state(trainer):
+    return [v.numpy().copy() for v in trainer.optimizer.variables]
+
+
+def _weights(trainer):
+    return [w.copy() for w in trainer.model.get_weights()]
+
+
+def test_resume_after_interruption_is_exact(tmp_path, synthetic_file):
+    straight = _make_trainer(tmp_path / "straight", steps=6, save_every=3)
+    straight.train(_input_fn(synthetic_file, 8))
+
+    interrupted = _make_trainer(tmp_path / "resumed", steps=6, save_every=3)
+    interrupted.num_train_steps = 3  # "killed" right after the step-3 checkpoint
+    interrupted.train(_input_fn(synthetic_file, 8))
+    assert os.path.exists(str(tmp_path / "resumed" / "ckpt-3.index"))
+
+    resumed = _make_trainer(tmp_path / "resumed", steps=6, save_every=3)
+    assert resumed.restore_or_initialize() is not None
+    assert resumed.current_step() == 3
+    # Optimizer state right after restore equals the interrupted run's.
+    for a, b in zip(_optimizer_state(resumed), _optimizer_state(interrupted)):
+        np.testing.assert_array_equal(a, b)
+    resumed.train(_input_fn(synthetic_file, 8))
+    assert resumed.current_step() == 6
+    # ... and it ends where the uninterrupted run ended: same data, same updates.
+    for a, b in zip(_weights(resumed), _weights(straight)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    for a, b in zip(_optimizer_state(resumed), _optimizer_state(straight)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_mirrored_two_devices_equals_one_device(tmp_path, synthetic_file):
+    keras.utils.set_random_seed(1)
+    initial = objectives.build_bert_pretrainer(_tiny_config()).get_weights()
+    results = {}
+    for name, strategy in (("one", tf.distribute.OneDeviceStrategy("/cpu:0")),
+                           ("mirrored", tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))):
+        trainer = _make_trainer(tmp_path / name, strategy=strategy, steps=1, weights=initial)
+        metrics = trainer.train(_input_fn(synthetic_file, 8, is_training=False))
+        results[name] = (_weights(trainer), metrics)
+    assert results["mirrored"][1]["loss"] == pytest.approx(results["one"][1]["loss"], rel=1e-5)
+    changed = 0
+    for a, b, w0 in zip(results["one"][0], results["mirrored"][0], initial):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+        changed += int(not np.allclose(a, w0))
+    assert changed > 10  # the step really updated the weights
+
+
+def test_accumulated_micro_batches_equal_one_large_batch(tmp_path, synthetic_file):
+    keras.utils.set_random_seed(1)
+    initial = objectives.build_bert_pretrainer(_tiny_config()).get_weights()
+    big = _make_trainer(tmp_path / "big", steps=1, batch_size=8, weights=initial)
+    big.train(_input_fn(synthetic_file, 8, is_training=False))
+    small = _make_trainer(tmp_path / "small", steps=1, batch_size=4, accumulation=2,
+                          weights=initial)
+    small.train(_input_fn(synthetic_file, 4, is_training=False))
+    assert small.current_step() == 1 and trainer_lib._as_int(small.optimizer.micro_steps) == 2
+    for a, b in zip(_weights(big), _weights(small)):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def test_short_pretraining_run_lowers_losses_and_logs_scalars(tmp_path, sample_vocab_file,
+                                                              sample_corpus_files):
+    from data import pretraining_data, pretraining_writer  # pylint: disable=g-import-not-at-top
+    from data import tokenization  # pylint: disable=g-import-not-at-top
+    data = str(tmp_path / "sample.tfrecord")
+    pretraining_writer.create_pretraining_data(
+        sample_corpus_files, [data], pretraining_data.InstanceOptions(
+            vocab_file=sample_vocab_file, do_lower_case=True, max_seq_length=32,
+            max_predictions_per_seq=5, random_seed=1, dupe_factor=1, masked_lm_prob=0.15,
+            short_seq_prob=0.1, do_whole_word_mask=False))
+    vocab_size = len(tokenization.load_vocab(sample_vocab_file))
+    config = config_lib.BertConfig(
+        vocab_size=vocab_size, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=128, max_position_embeddings=64, type_vocab_size=2)
+    model_dir = str(tmp_path / "model")
+    trainer = trainer_lib.Trainer(
+        tf.distribute.OneDeviceStrategy("/cpu:0"),
+        lambda: objectives.build_bert_pretrainer(config),
+        lambda: optimization.create_optimizer(2e-3, 150, 15),
+        model_dir=model_dir, train_batch_size=32, num_train_steps=150,
+        save_checkpoints_steps=150, log_steps=25)
+    trainer.train(input_pipeline.pretraining_input_fn_builder(
+        data, 32, 5, is_training=True, batch_size=32, seed=3))
+    first, last = trainer.history[0][1], trainer.history[-1][1]
+    assert last["masked_lm_loss"] < first["masked_lm_loss"] - 1.0
+    assert last["next_sentence_loss"] < first["next_sentence_loss"]
+    assert last["masked_lm_accuracy"] > first["masked_lm_accuracy"]
+
+    results = trainer.evaluate(input_pipeline.pretraining_input_fn_builder(
+        data, 32, 5, is_training=False, batch_size=32, repeat=True), max_steps=5)
+    for key in ("loss", "masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy",
+                "next_sentence_loss", "global_step"):
+        assert key in results
+    assert results["global_step"] == 150
+    path = os.path.join(model_dir, "eval_results.txt")
+    trainer_lib.write_eval_results(results, path)
+    with open(path) as f:
+        lines = f.read().splitlines()
+    assert lines == sorted(lines) and "global_step = 150" in lines
+
+    tags = set()
+    for event_file in glob.glob(os.path.join(model_dir, "train", "events.out.tfevents.*")):
+        for record in tf.data.TFRecordDataset(event_file):
+            event = tf.compat.v1.Event.FromString(record.numpy())
+            tags.update(v.tag for v in event.summary.value)
+    for tag in ("loss", "masked_lm_loss", "masked_lm_accuracy", "next_sentence_loss",
+                "next_sentence_accuracy", "learning_rate", "examples_per_second",
+                "gradient_norm"):
+        assert tag in tags, tags
+    assert glob.glob(os.path.join(model_dir, "eval", "events.out.tfevents.*"))
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_two_process_multi_worker_trains_and_resumes(tmp_path, synthetic_file):
+    worker = os.path.join(REPO_ROOT, "tests", "multi_worker_job.py")
+    model_dir = str(tmp_path / "mw")
+
+    def run(steps):
+        ports = [_free_port(), _free_port()]
+        cluster = {"worker": ["127.0.0.1:%d" % p for p in ports]}
+        procs = []
+        for index in range(2):
+            env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="",
+                       TF_CONFIG=json.dumps({"cluster": cluster,
+                                             "task": {"type": "worker", "index": index}}))
+            procs.append(subprocess.Popen(
+                [sys.executable, worker, model_dir, synthetic_file, str(steps)],
+                env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        outputs = []
+        try:
+            for proc in procs:
+                out, _ = proc.communicate(timeout=240)
+                outputs.append(out)
+        finally:
+            for proc in procs:
+                if proc.poll() is None:
+                    proc.kill()
+        for proc, out in zip(procs, outputs):
+            assert proc.returncode == 0, out[-3000:]
+        return outputs
+
+    outputs = run(4)
+    assert all("FINAL_STEP 4" in out for out in outputs)
+    assert tf.train.latest_checkpoint(model_dir).endswith("ckpt-4")
+    outputs = run(6)
+    assert all("RESUMED_FROM_STEP 4" in out and "FINAL_STEP 6" in out for out in outputs)
+    assert tf.train.latest_checkpoint(model_dir).endswith("ckpt-6")
