@@ -29,6 +29,7 @@ import os
 import time
 
 from absl import logging
+import keras
 import tensorflow as tf
 
 from modeling import distribute
@@ -95,12 +96,15 @@ class Trainer(object):
       checkpoint_data_position: on resume, skip the micro-batches already
         consumed (counted by the optimizer, so it is in every checkpoint),
         so a resumed run continues with the next unseen batch.
+      loss_scale: dynamic loss scaling (wraps the optimizer in Keras's
+        `LossScaleOptimizer`); None: on when the global dtype policy is
+        mixed_float16 (bfloat16 needs none).
     """
 
     def __init__(self, strategy, model_fn, optimizer_fn, model_dir, train_batch_size,
                  num_train_steps, save_checkpoints_steps=1000, keep_checkpoint_max=5,
                  log_steps=100, gradient_accumulation_steps=1, use_xla=False,
-                 init_fn=None, checkpoint_data_position=True):
+                 init_fn=None, checkpoint_data_position=True, loss_scale=None):
         self.strategy = strategy
         self.model_dir = model_dir
         self.train_batch_size = train_batch_size
@@ -113,13 +117,21 @@ class Trainer(object):
         self.init_fn = init_fn
         self.checkpoint_data_position = checkpoint_data_position
         self.is_chief = distribute.is_chief(strategy)
+        if loss_scale is None:
+            loss_scale = keras.mixed_precision.global_policy().name == "mixed_float16"
+        self.loss_scale = loss_scale
         with strategy.scope():
             self.model = model_fn()
             self.optimizer = optimizer_fn()
+            if loss_scale:
+                self.optimizer = keras.optimizers.LossScaleOptimizer(self.optimizer)
             # Slots and accumulators exist before step 1, so a checkpoint can
             # restore them and strategy.run never has to create variables.
             self.optimizer.build(self.model.trainable_variables)
-        opt_steps = getattr(self.optimizer, "accumulation_steps", 1)
+        # The optimizer that counts micro-steps and reports gradient norms
+        # (inside the loss-scale wrapper, if any).
+        self._base_optimizer = getattr(self.optimizer, "inner_optimizer", self.optimizer)
+        opt_steps = getattr(self._base_optimizer, "accumulation_steps", 1)
         if opt_steps != self.accumulation_steps:
             raise ValueError("The optimizer accumulates %d micro-batches but the trainer "
                              "was given gradient_accumulation_steps=%d"
@@ -145,6 +157,8 @@ class Trainer(object):
             # The optimizer SUMS gradients over replicas: scale so that the
             # update uses the mean over the global batch.
             scaled = loss / self.strategy.num_replicas_in_sync
+            if self.loss_scale:
+                scaled = self.optimizer.scale_loss(scaled)
         variables = self.model.trainable_variables
         grads = tape.gradient(scaled, variables)
         return grads, metrics
@@ -244,7 +258,8 @@ class Trainer(object):
         checkpoint, manager = self._make_manager()
         self.restore_or_initialize()
         input_fn = train_input_fn
-        consumed = _as_int(getattr(self.optimizer, "micro_steps", self.optimizer.iterations))
+        consumed = _as_int(getattr(self._base_optimizer, "micro_steps",
+                                  self.optimizer.iterations))
         if consumed and self.checkpoint_data_position:
             input_fn = self._skipping_input_fn(train_input_fn, consumed)
         dataset = self.strategy.distribute_datasets_from_function(input_fn)
@@ -276,7 +291,7 @@ class Trainer(object):
                 last["steps_per_second"] = steps_per_sec
                 last["examples_per_second"] = (
                     steps_per_sec * self.train_batch_size * self.accumulation_steps)
-                norm = getattr(self.optimizer, "gradient_norm", None)
+                norm = getattr(self._base_optimizer, "gradient_norm", None)
                 if norm is not None:
                     last["gradient_norm"] = float(norm.numpy())
                 with writer.as_default(step=step):
@@ -317,7 +332,7 @@ class Trainer(object):
         return skipping
 
     def _current_learning_rate(self):
-        lr = self.optimizer.learning_rate
+        lr = self._base_optimizer.learning_rate
         return lr.numpy() if hasattr(lr, "numpy") else lr
 
     # ------------------------------------------------------------------- eval

@@ -234,3 +234,38 @@ def test_two_process_multi_worker_trains_and_resumes(tmp_path, synthetic_file):
     outputs = run(6)
     assert all("RESUMED_FROM_STEP 4" in out and "FINAL_STEP 6" in out for out in outputs)
     assert tf.train.latest_checkpoint(model_dir).endswith("ckpt-6")
+
+
+def test_xla_step_matches_the_plain_step(tmp_path, synthetic_file):
+    keras.utils.set_random_seed(1)
+    initial = objectives.build_bert_pretrainer(_tiny_config()).get_weights()
+    weights = {}
+    for xla in (False, True):
+        trainer = _make_trainer(tmp_path / ("xla%d" % xla), steps=2, weights=initial)
+        trainer.use_xla = xla
+        trainer.train(_input_fn(synthetic_file, 8, is_training=False))
+        weights[xla] = _weights(trainer)
+    for a, b, w0 in zip(weights[False], weights[True], initial):
+        np.testing.assert_allclose(a, b, atol=2e-5)
+    assert not np.allclose(weights[True][0], initial[0])
+
+
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_mixed_precision_trains_with_loss_scaling_for_float16(tmp_path, synthetic_file, policy):
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        trainer = _make_trainer(tmp_path / policy, steps=3, lr=1e-2)
+        assert trainer.loss_scale == (policy == "mixed_float16")
+        assert isinstance(trainer.optimizer, keras.optimizers.LossScaleOptimizer) == (
+            policy == "mixed_float16")
+        metrics = trainer.train(_input_fn(synthetic_file, 8))
+        assert trainer.current_step() == 3
+        assert np.isfinite(metrics["loss"]) and metrics["loss"] > 0
+        # Weights stay float32 (and trained); the computation ran in half precision.
+        assert all(w.dtype == np.float32 for w in trainer.model.get_weights())
+        out = trainer.model.encoder({"input_ids": tf.ones([1, 4], tf.int32),
+                                     "input_mask": tf.ones([1, 4], tf.int32),
+                                     "segment_ids": tf.zeros([1, 4], tf.int32)})
+        assert out["sequence_output"].dtype == policy.split("_")[1]
+    finally:
+        keras.mixed_precision.set_global_policy("float32")

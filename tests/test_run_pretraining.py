@@ -1,0 +1,75 @@
+"""run/run_pretraining.py end to end: demo mode, eval_results.txt, kill and resume."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(REPO_ROOT, "run", "run_pretraining.py")
+# A very small demo job: the defaults of the demo mode, scaled down.
+SMALL = ["--max_seq_length=32", "--max_predictions_per_seq=5", "--train_batch_size=16",
+         "--eval_batch_size=16", "--max_eval_steps=3", "--log_steps=5",
+         "--num_warmup_steps=2"]
+
+
+def _env():
+    return dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+
+
+def _read_results(path):
+    results = {}
+    with open(path) as f:
+        for line in f:
+            key, value = line.strip().split(" = ")
+            results[key] = float(value)
+    return results
+
+
+def test_killed_run_resumes_from_its_last_checkpoint(tmp_path):
+    out = str(tmp_path / "run")
+    cmd = [sys.executable, SCRIPT, "--output_dir=%s" % out, "--save_checkpoints_steps=10"] + SMALL
+    log = open(str(tmp_path / "first.log"), "w")
+    proc = subprocess.Popen(cmd + ["--num_train_steps=100000"], stdout=log,
+                            stderr=subprocess.STDOUT, env=_env())
+    try:
+        deadline = time.time() + 240
+        while not os.path.exists(os.path.join(out, "ckpt-20.index")):
+            assert proc.poll() is None, open(str(tmp_path / "first.log")).read()[-3000:]
+            assert time.time() < deadline, "no checkpoint within the time limit"
+            time.sleep(0.5)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        log.close()
+    saved = sorted(int(f[len("ckpt-"):-len(".index")]) for f in os.listdir(out)
+                   if f.startswith("ckpt-") and f.endswith(".index"))
+    assert saved and saved[-1] >= 20
+    last = saved[-1]
+
+    result = subprocess.run(cmd + ["--num_train_steps=%d" % (last + 10)],
+                            capture_output=True, text=True, timeout=300, env=_env())
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-3000:]
+    assert "Resumed from" in output and "at step %d" % last in output
+    results = _read_results(os.path.join(out, "eval_results.txt"))
+    assert results["global_step"] == last + 10
+    for key in ("loss", "masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy",
+                "next_sentence_loss", "unigram_baseline_masked_lm_accuracy"):
+        assert key in results
+    assert 0.0 < results["unigram_baseline_masked_lm_accuracy"] < 0.2
+    assert os.path.exists(os.path.join(out, "bert_config.json"))
+    assert "TensorBoard:" in output and "eval" in os.listdir(out) and "train" in os.listdir(out)
+
+
+def test_bad_flags_give_clear_errors(tmp_path):
+    result = subprocess.run(
+        [sys.executable, SCRIPT, "--input_file=%s" % (tmp_path / "none-*.tfrecord"),
+         "--output_dir=%s" % (tmp_path / "o"), "--bert_config_file=%s" % (tmp_path / "c.json"),
+         "--do_train"], capture_output=True, text=True, timeout=120, env=_env())
+    assert result.returncode != 0
+    assert "c.json" in result.stderr
+    assert "Traceback" not in result.stderr
