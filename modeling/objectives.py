@@ -370,10 +370,15 @@ class MaskedLMObjective(Objective):
             features["masked_lm_positions"],
             self._encoder.value.embedding_table,
         )
+        if "masked_lm_ids" not in features:
+            # Inference (e.g. fill-mask): predictions only, nothing to score.
+            return {"losses": {}, "metrics": {}, "outputs": {"masked_lm_logits": logits}}
         label_ids = tf.cast(features["masked_lm_ids"], tf.int32)
         weights = tf.cast(features["masked_lm_weights"], tf.float32)
         per_position = _per_example_cross_entropy(logits, label_ids)
-        loss = masked_lm_loss(logits, label_ids, weights)
+        # Google's loss, sum(w * CE) / (sum(w) + 1e-5), from the same
+        # cross-entropies as the metric (one softmax over the vocabulary).
+        loss = tf.reduce_sum(weights * per_position) / (tf.reduce_sum(weights) + 1e-5)
         correct = tf.cast(
             tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), label_ids),
             tf.float32,
@@ -447,6 +452,9 @@ class NextSentenceObjective(Objective):
 
     def call(self, encoder_outputs, features, training=None):
         logits = self.head(encoder_outputs["pooled_output"])
+        prefix = self.metric_prefix
+        if self.label_feature not in features:
+            return {"losses": {}, "metrics": {}, "outputs": {f"{prefix}_logits": logits}}
         labels = tf.reshape(tf.cast(features[self.label_feature], tf.int32), [-1])
         per_example = _per_example_cross_entropy(logits, labels)
         correct = tf.cast(
@@ -454,7 +462,6 @@ class NextSentenceObjective(Objective):
             tf.float32,
         )
         count = tf.cast(tf.size(labels), tf.float32)
-        prefix = self.metric_prefix
         return {
             "losses": {f"{prefix}_loss": tf.reduce_mean(per_example)},
             "metrics": {
