@@ -193,9 +193,14 @@ class BertEncoder(keras.Model):
         """Builds an encoder from a `modeling.config.BertConfig`.
 
         `kwargs` (e.g. `name`, `dtype`, `output_attention_probs`) are passed to
-        the constructor. Unknown keys of the config (`extra`) are ignored.
+        the constructor. Of the config's other keys (`extra`) only
+        `layer_norm_epsilon` is used (HF's `layer_norm_eps` lands there);
+        the rest are ignored.
         """
         args = {field: getattr(bert_config, field) for field in _CONFIG_FIELDS}
+        extra = getattr(bert_config, "extra", None) or {}
+        if "layer_norm_epsilon" in extra:
+            args["layer_norm_epsilon"] = float(extra["layer_norm_epsilon"])
         args.update(kwargs)
         return cls(**args)
 

@@ -31,7 +31,7 @@ import json
 import os
 import tempfile
 
-__all__ = ["BertConfig", "BertConfigError", "list_presets"]
+__all__ = ["BertConfig", "BertConfigError", "list_presets", "load_bert_config"]
 
 
 class BertConfigError(ValueError):
@@ -345,3 +345,126 @@ class BertConfig:
     def __repr__(self):
         fields = ", ".join(f"{k}={v!r}" for k, v in self.to_dict().items())
         return f"BertConfig({fields})"
+
+
+# ------------------------------------------------------- Google or HF config
+
+# Keys only Hugging Face's `config.json` has; any one of them marks the file
+# as an HF export rather than Google's `bert_config.json`.
+_HF_MARKER_KEYS = ("model_type", "architectures", "layer_norm_eps", "transformers_version")
+
+# HF activation names -> this project's names (`modeling.layers.get_activation`).
+# HF's "gelu" is the exact erf GELU, the same function as Google's "gelu";
+# "gelu_new", "gelu_pytorch_tanh" and "gelu_fast" are all the tanh
+# approximation, written differently.
+_HF_ACTIVATIONS = {
+    "gelu": "gelu",
+    "gelu_python": "gelu",
+    "gelu_new": "gelu_new",
+    "gelu_pytorch_tanh": "gelu_new",
+    "gelu_fast": "gelu_new",
+    "relu": "relu",
+    "silu": "silu",
+    "swish": "swish",
+    "tanh": "tanh",
+    "linear": "linear",
+}
+
+
+def _hf_to_google_dict(hf):
+    """Maps a parsed HF BERT `config.json` onto Google's field names.
+
+    The BERT fields have the same names and meanings in both formats; what
+    differs is the LayerNorm epsilon (HF `layer_norm_eps`, implicit 1e-12 at
+    Google; kept as the extra `layer_norm_epsilon`, the encoder's argument
+    name), activation spellings, and features this encoder does not have
+    (relative position embeddings), which are refused rather than silently
+    ignored, since the weights would then compute something else.
+    """
+    model_type = hf.get("model_type")
+    if model_type is not None and model_type != "bert":
+        raise BertConfigError(
+            f"model_type {model_type!r} is not BERT; only BERT configs "
+            "(model_type 'bert') can be read as a BertConfig."
+        )
+    position_type = hf.get("position_embedding_type", "absolute")
+    if position_type != "absolute":
+        raise BertConfigError(
+            f"position_embedding_type {position_type!r} is not supported; the "
+            "BERT encoder has absolute position embeddings only."
+        )
+    values = dict(hf)
+    act = values.get("hidden_act", "gelu")
+    if isinstance(act, str):
+        values["hidden_act"] = _HF_ACTIVATIONS.get(act.lower(), act)
+    if "layer_norm_eps" in values:
+        values["layer_norm_epsilon"] = float(values.pop("layer_norm_eps"))
+    return values
+
+
+def load_bert_config(path):
+    """Reads Google's `bert_config.json` or Hugging Face's `config.json`.
+
+    Scripts take `--bert_config_file` from either kind of release (Google's
+    TF1 folders or an HF model folder next to a `model.safetensors`), so
+    this one entry point tells them apart: a file with any of the keys
+    `model_type`, `architectures`, `layer_norm_eps` or
+    `transformers_version` is read as HF's format, anything else as
+    Google's.
+
+    For HF files the BERT fields are taken as they are (same names and
+    meanings), `hidden_act` spellings are mapped ("gelu_pytorch_tanh" ->
+    "gelu_new", ...), `layer_norm_eps` becomes the extra key
+    `layer_norm_epsilon` (pass it to `BertEncoder(layer_norm_epsilon=...)`
+    when it is not BERT's 1e-12), and every other key is kept in
+    `BertConfig.extra` as with Google's files. A non-BERT `model_type` or a
+    relative `position_embedding_type` is an error.
+
+    Args:
+        path: the JSON file, or a directory holding `bert_config.json`
+            (preferred) or `config.json`. Paths with a scheme (`gs://`) are
+            read with `tf.io.gfile`.
+
+    Returns:
+        A `BertConfig`.
+
+    Raises:
+        FileNotFoundError: no such file (or no config in the directory).
+        BertConfigError: invalid JSON or values; the message names the file.
+    """
+    path = os.fspath(path)
+    if _is_remote(path):
+        import tensorflow as tf  # Only needed for remote file systems.
+
+        isdir, isfile, join = tf.io.gfile.isdir, tf.io.gfile.exists, os.path.join
+    else:
+        isdir, isfile, join = os.path.isdir, os.path.isfile, os.path.join
+    if isdir(path):
+        for name in ("bert_config.json", "config.json"):
+            if isfile(join(path, name)):
+                path = join(path, name)
+                break
+        else:
+            raise FileNotFoundError(
+                f"No bert_config.json or config.json in directory {path}"
+            )
+    if not isfile(path):
+        raise FileNotFoundError(f"BERT config file not found: {path}")
+    if _is_remote(path):
+        import tensorflow as tf
+
+        with tf.io.gfile.GFile(path, "r") as reader:
+            text = reader.read()
+    else:
+        with open(path, "r", encoding="utf-8") as reader:
+            text = reader.read()
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise BertConfigError(f"BERT config file {path} is not valid JSON: {e}") from e
+    try:
+        if isinstance(parsed, dict) and any(k in parsed for k in _HF_MARKER_KEYS):
+            parsed = _hf_to_google_dict(parsed)
+        return BertConfig.from_dict(parsed)
+    except (BertConfigError, TypeError, ValueError) as e:
+        raise BertConfigError(f"Invalid BERT config file {path}: {e}") from e

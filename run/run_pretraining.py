@@ -35,6 +35,7 @@ from data import input_pipeline
 from data import pretraining_data
 from data import pretraining_writer
 from data import tokenization
+from modeling import checkpoints
 from modeling import config as config_lib
 from modeling import distribute
 from modeling import objectives
@@ -127,7 +128,7 @@ def _build_sample_data(output_dir, vocab_file):
 
 def _load_bert_config(vocab_file):
     if FLAGS.bert_config_file:
-        return config_lib.BertConfig.from_json_file(FLAGS.bert_config_file)
+        return config_lib.load_bert_config(FLAGS.bert_config_file)
     if FLAGS.input_file:
         raise ValueError("--bert_config_file is required with --input_file")
     # Demo job: Google's BERT-Tiny shape (2 layers, hidden 128) over the sample vocab.
@@ -174,9 +175,10 @@ def main(_):
 
     def init_fn(model):
         if FLAGS.init_checkpoint:
-            checkpoint = tf.train.Checkpoint(model=model)
-            checkpoint.restore(FLAGS.init_checkpoint).expect_partial()
-            logging.info("Initialised from %s", FLAGS.init_checkpoint)
+            # Google TF1 checkpoints, this project's, or HF safetensors; a
+            # checkpoint without pre-training heads starts them fresh.
+            checkpoints.init_from_checkpoint(model, FLAGS.init_checkpoint,
+                                             allow_missing_heads=True)
 
     trainer = trainer_lib.Trainer(
         strategy,
@@ -224,7 +226,7 @@ def _run(argv):
     try:
         main(argv)
     except (corpus.CorpusError, tokenization.VocabError, config_lib.BertConfigError,
-            FileNotFoundError) as e:
+            checkpoints.CheckpointMismatchError, FileNotFoundError) as e:
         print("run_pretraining: error: %s" % e, file=sys.stderr)
         sys.exit(1)
 

@@ -84,3 +84,68 @@ def test_extract_features_layers_and_pooling(tiny):
     np.testing.assert_allclose(records[0]["pooled_output"], out["pooled_output"][0], atol=1e-5)
     np.testing.assert_allclose(records[0]["mean_pooled_output"],
                                out["sequence_output"][0].numpy().mean(0), atol=1e-5)
+
+
+def _run(script, args):
+    result = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "run", script)] + args,
+                            capture_output=True, text=True, timeout=180,
+                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def test_scripts_from_a_google_checkpoint(tmp_path, tiny, sample_vocab_file):
+    """predict_masked.py and extract_features.py on a Google-format checkpoint."""
+    from modeling import checkpoints  # pylint: disable=g-import-not-at-top
+    config, tokenizer, model = tiny
+    model_dir = tmp_path / "uncased_tiny"
+    model_dir.mkdir()
+    config.to_json_file(str(model_dir / "bert_config.json"))
+    prefix = checkpoints.save_google_checkpoint(model, str(model_dir / "bert_model.ckpt"))
+    common = ["--bert_config_file=%s" % (model_dir / "bert_config.json"),
+              "--vocab_file=%s" % sample_vocab_file, "--init_checkpoint=%s" % prefix]
+
+    out = str(tmp_path / "masks.jsonl")
+    texts = [u"The baker opens the [MASK] at six.", u"今天天气很[MASK]。"]
+    result = _run("predict_masked.py", common + ["--text=%s" % t for t in texts] +
+                  ["--top_k=3", "--output_file=%s" % out])
+    assert "[MASK] at" in result.stdout
+    with open(out, encoding="utf-8") as f:
+        records = [json.loads(line) for line in f]
+    expected = inference.fill_mask(model, tokenizer, texts, top_k=3)
+    assert [r["text"] for r in records] == texts
+    for record, exp in zip(records, expected):
+        assert set(record) == {"text", "masks"}
+        assert [m["position"] for m in record["masks"]] == [m["position"] for m in exp["masks"]]
+        for got, want in zip(record["masks"], exp["masks"]):
+            assert [p["token"] for p in got["predictions"]] == [p["token"] for p in want["predictions"]]
+            np.testing.assert_allclose([p["probability"] for p in got["predictions"]],
+                                       [p["probability"] for p in want["predictions"]], rtol=1e-4)
+
+    inputs = tmp_path / "input.txt"
+    inputs.write_text(u"The river runs to the sea.\nFish swim. ||| 鱼在游。\n", encoding="utf-8")
+    features = str(tmp_path / "features.jsonl")
+    _run("extract_features.py", common + ["--input_file=%s" % inputs, "--output_file=%s" % features,
+                                           "--layers=-1,-2", "--max_seq_length=16"])
+    with open(features, encoding="utf-8") as f:
+        records = [json.loads(line) for line in f]
+    expected = list(inference.extract_features(model.encoder, tokenizer,
+                                               [u"The river runs to the sea.", u"Fish swim. ||| 鱼在游。"],
+                                               layers=[-1, -2], max_seq_length=16))
+    assert [r["linex_index"] for r in records] == [0, 1]
+    for record, exp in zip(records, expected):
+        assert [t["token"] for t in record["features"]] == [t["token"] for t in exp["features"]]
+        np.testing.assert_allclose(record["features"][1]["layers"][0]["values"],
+                                   exp["features"][1]["layers"][0]["values"], atol=1e-5)
+        np.testing.assert_allclose(record["mean_pooled_output"], exp["mean_pooled_output"], atol=1e-5)
+
+
+def test_predict_masked_refuses_contradicting_casing(tmp_path, sample_vocab_file):
+    result = subprocess.run(
+        [sys.executable, os.path.join(REPO_ROOT, "run", "predict_masked.py"),
+         "--bert_config_file=x.json", "--vocab_file=%s" % sample_vocab_file,
+         "--init_checkpoint=/models/uncased_L-12_H-768_A-12/bert_model.ckpt",
+         "--do_lower_case=False", "--text=a [MASK]"],
+        capture_output=True, text=True, timeout=120, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert result.returncode == 1
+    assert "uncased" in result.stderr and "Traceback" not in result.stderr

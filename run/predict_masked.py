@@ -1,0 +1,83 @@
+"""Fill-mask: top-k vocabulary predictions at every [MASK], through the MLM head.
+
+    python run/predict_masked.py --bert_config_file=chinese_L-12_H-768_A-12/bert_config.json \
+      --vocab_file=chinese_L-12_H-768_A-12/vocab.txt \
+      --init_checkpoint=chinese_L-12_H-768_A-12/bert_model.ckpt \
+      --text="今天天气很[MASK]。" --text="The capital of France is [MASK]." --top_k=5
+
+Input: repeated --text, or --input_file with one text per line (``text_a |||
+text_b`` for a pair). Works with Google's checkpoints (which carry the
+cls/predictions head), this project's own pre-training checkpoints, and HF
+BERT safetensors. Prints a table; --output_file writes JSON lines.
+"""
+
+import json
+import os
+import sys
+
+from absl import app
+from absl import flags
+
+from data import tokenization
+from modeling import checkpoints
+from modeling import config as config_lib
+from modeling import inference
+from modeling import objectives
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("bert_config_file", None, "bert_config.json (Google) or config.json (HF).")
+flags.DEFINE_string("vocab_file", None, "The vocabulary file of the model.")
+flags.DEFINE_string("init_checkpoint", None, "Google TF1 checkpoint, own checkpoint or HF safetensors.")
+flags.DEFINE_bool("do_lower_case", True, "Lower-case the input (uncased models).")
+flags.DEFINE_multi_string("text", [], "A text with one or more [MASK] (repeatable).")
+flags.DEFINE_string("input_file", None, "One text per line.")
+flags.DEFINE_string("output_file", None, "Write JSON lines here.")
+flags.DEFINE_integer("top_k", 5, "Predictions per [MASK].")
+flags.DEFINE_integer("max_seq_length", 128, "Longer inputs are truncated.")
+
+
+def main(_):
+    tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
+    bert_config = config_lib.load_bert_config(FLAGS.bert_config_file)
+    tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
+    if len(tokenizer.vocab) != bert_config.vocab_size:
+        raise ValueError("%s has %d tokens but %s says vocab_size=%d" % (
+            FLAGS.vocab_file, len(tokenizer.vocab), FLAGS.bert_config_file,
+            bert_config.vocab_size))
+    texts = list(FLAGS.text)
+    if FLAGS.input_file:
+        with open(FLAGS.input_file, encoding="utf-8") as f:
+            texts.extend(line.rstrip("\n") for line in f if line.strip())
+    if not texts:
+        raise ValueError("Give --text or --input_file.")
+    model = objectives.build_bert_pretrainer(bert_config)
+    checkpoints.init_from_checkpoint(model, FLAGS.init_checkpoint)
+    results = inference.fill_mask(model, tokenizer, texts, FLAGS.top_k, FLAGS.max_seq_length)
+    for result in results:
+        print(result["text"])
+        if not result["masks"]:
+            print("  (no [MASK] in this text)")
+        for mask in result["masks"]:
+            cells = "  ".join("%s %.3f" % (p["token"], p["probability"])
+                              for p in mask["predictions"])
+            print("  [MASK] at %3d: %s" % (mask["position"], cells))
+    if FLAGS.output_file:
+        tmp = FLAGS.output_file + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            for result in results:
+                record = {"text": result["text"], "masks": result["masks"]}
+                f.write(json.dumps(record, ensure_ascii=False) + "\n")
+        os.replace(tmp, FLAGS.output_file)
+
+
+def _run(argv):
+    try:
+        main(argv)
+    except (ValueError, FileNotFoundError) as e:
+        print("predict_masked: error: %s" % e, file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    flags.mark_flags_as_required(["bert_config_file", "vocab_file", "init_checkpoint"])
+    app.run(_run)
