@@ -6,6 +6,14 @@
       --vocab_file=data/sample/vocab.txt --do_lower_case=True \
       --max_seq_length=128 --max_predictions_per_seq=20 \
       --masked_lm_prob=0.15 --random_seed=12345 --dupe_factor=10 --num_workers=2
+
+Other recipes' static masking and sentence objectives are picked by name, e.g.
+SpanBERT-style spans in single segments, ALBERT's n-grams with sentence order
+prediction, or Chinese whole-word masking over jieba words:
+
+    --masking=span --sentence_objective=none
+    --masking=ngram --sentence_objective=sop
+    --masking=whole_word --chinese_word_segmentation
 """
 
 import os
@@ -16,6 +24,7 @@ from absl import flags
 from absl import logging
 
 from data import corpus
+from data import masking
 from data import pretraining_data
 from data import pretraining_writer
 from data import tokenization
@@ -32,7 +41,8 @@ flags.DEFINE_bool("do_lower_case", True,
                   "Whether to lower case the input text. Should be True for uncased "
                   "models and False for cased models.")
 flags.DEFINE_bool("do_whole_word_mask", False,
-                  "Whether to use whole word masking rather than per-WordPiece masking.")
+                  "Whether to use whole word masking rather than per-WordPiece masking "
+                  "(an alias of --masking=whole_word).")
 flags.DEFINE_integer("max_seq_length", 128, "Maximum sequence length.")
 flags.DEFINE_integer("max_predictions_per_seq", 20,
                      "Maximum number of masked LM predictions per sequence.")
@@ -52,6 +62,27 @@ flags.DEFINE_integer("documents_per_chunk", 10000,
 flags.DEFINE_integer("max_line_bytes", corpus.DEFAULT_MAX_LINE_BYTES,
                      "Input lines longer than this are skipped and reported.")
 flags.DEFINE_integer("log_examples", 5, "Instances of the first chunk to log.")
+flags.DEFINE_enum("masking", "token", list(masking.MASKING_STRATEGIES),
+                  "Which positions are predicted: token (Google's, per WordPiece), "
+                  "whole_word (--do_whole_word_mask), span (SpanBERT), ngram (ALBERT).")
+flags.DEFINE_enum("sentence_objective", "nsp", list(pretraining_data.SENTENCE_OBJECTIVES),
+                  "nsp: next sentence prediction (Google's); sop: sentence order "
+                  "prediction (ALBERT; next_sentence_labels 1 = swapped); none: one "
+                  "segment of consecutive sentences (next_sentence_labels 0).")
+flags.DEFINE_bool("chinese_word_segmentation", False,
+                  "Segment each sentence with jieba and use its words as the units of "
+                  "whole_word/span/ngram masking (Chinese whole-word masking); tokens "
+                  "stay single characters.")
+flags.DEFINE_float("span_geometric_p", 0.2,
+                   "span masking: p of the geometric distribution of span lengths (words).")
+flags.DEFINE_integer("max_span_length", 10,
+                     "span masking: longest span, in words (the distribution is truncated "
+                     "here and renormalised, as SpanBERT does).")
+flags.DEFINE_integer("max_ngram", 3, "ngram masking: longest n-gram, in words.")
+flags.DEFINE_bool("replace_per_unit", None,
+                  "Decide 80/10/10 ([MASK]/keep/random) once per masked unit (word, span, "
+                  "n-gram) instead of per word piece. Unset: per span for span masking, "
+                  "per word piece otherwise.")
 
 
 def main(_):
@@ -61,7 +92,11 @@ def main(_):
         max_predictions_per_seq=FLAGS.max_predictions_per_seq,
         random_seed=FLAGS.random_seed, dupe_factor=FLAGS.dupe_factor,
         masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob,
-        do_whole_word_mask=FLAGS.do_whole_word_mask)
+        do_whole_word_mask=FLAGS.do_whole_word_mask, masking=FLAGS.masking,
+        sentence_objective=FLAGS.sentence_objective,
+        chinese_word_segmentation=FLAGS.chinese_word_segmentation,
+        span_geometric_p=FLAGS.span_geometric_p, max_span_length=FLAGS.max_span_length,
+        max_ngram=FLAGS.max_ngram, replace_per_unit=FLAGS.replace_per_unit)
     output_files = [p.strip() for p in FLAGS.output_file.split(",") if p.strip()]
     try:
         input_files = corpus.expand_file_patterns(FLAGS.input_file)
