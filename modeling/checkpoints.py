@@ -17,6 +17,11 @@ Users arrive with weights in one of three shapes and expect each to work as
 is; `load_google_checkpoint`, `load_hf_safetensors` and
 `save_google_checkpoint` are the format-specific halves.
 
+ALBERT (google-research/albert TF1 checkpoints, fully shared blocks under
+`bert/encoder/transformer/group_g/inner_group_k/...`) has its own table,
+`ALBERT_NAME_TABLE`, and loader, `load_albert_checkpoint`, with the same
+policy; `init_from_checkpoint` sends ALBERT models there.
+
 One name table
 --------------
 Google's and Hugging Face's names are both written down once, in
@@ -82,6 +87,7 @@ from modeling.bert import BertEncoder
 from modeling.objectives import BertPretrainer, MaskedLMHead, NextSentenceHead
 
 __all__ = [
+    "ALBERT_NAME_TABLE",
     "AS_IS",
     "CheckpointMismatchError",
     "LoadReport",
@@ -89,6 +95,7 @@ __all__ = [
     "NameEntry",
     "TRANSPOSED",
     "init_from_checkpoint",
+    "load_albert_checkpoint",
     "load_google_checkpoint",
     "load_hf_safetensors",
     "read_safetensors",
@@ -1099,10 +1106,22 @@ def init_from_checkpoint(model, path, allow_missing_heads=False):
             `resolve_checkpoint`.
         allow_missing_heads: see `load_google_checkpoint`.
 
+    ALBERT: a model built around a `modeling.albert.AlbertEncoder` reads
+    google-research/albert TF1 checkpoints through `load_albert_checkpoint`;
+    other formats are refused for it (ValueError).
+
     Returns:
         A `LoadReport` (also logged).
     """
     fmt, resolved = resolve_checkpoint(path)
+    if _is_albert(model):
+        # ALBERT models read google-research/albert's TF1 names only.
+        if fmt != GOOGLE_TF1:
+            raise ValueError(f"{resolved} is a {fmt} checkpoint; ALBERT models load "
+                             "google-research/albert TF1 checkpoints.")
+        report = load_albert_checkpoint(model, resolved, allow_missing_heads)
+        logging.info("%s", report)
+        return report
     if fmt == HF_SAFETENSORS:
         report = load_hf_safetensors(model, resolved, allow_missing_heads)
     elif fmt == OBJECT_BASED:
@@ -1110,4 +1129,217 @@ def init_from_checkpoint(model, path, allow_missing_heads=False):
     else:
         report = load_google_checkpoint(model, resolved, allow_missing_heads)
     logging.info("%s", report)
+    return report
+
+
+# ------------------------------------------------------ ALBERT (TF1 names)
+
+# google-research/albert's names for "all" sharing: `{group}` and `{inner}`
+# index the shared blocks (group_g/inner_group_k), `{block}` is the matching
+# index into the encoder's sublayer lists (g * inner_group_num + k). Every
+# kernel is stored [in, out] like the Keras Dense kernel (ALBERT's 3-D
+# attention projections are reshaped views of 2-D variables), except
+# `cls/seq_relationship/output_weights` ([2, H]).
+_AG = "bert/encoder/transformer/group_{group}/inner_group_{inner}/"
+_AA = "encoder.attention_sublayers[{block}]."
+_AF = "encoder.ffn_sublayers[{block}]."
+
+AlbertNameEntry = collections.namedtuple(
+    "AlbertNameEntry", ["google_name", "getter", "transform"])
+AlbertNameEntry.__doc__ = """One weight of an ALBERT TF1 checkpoint.
+
+    google_name: name in google-research/albert checkpoints.
+    getter: attribute path from a root (`encoder` = `AlbertEncoder`, `mlm`,
+        `nsp`) to the Keras variable.
+    transform: stored array -> Keras variable (`AS_IS` or `TRANSPOSED`).
+"""
+
+ALBERT_NAME_TABLE = (
+    AlbertNameEntry("bert/embeddings/word_embeddings",
+                    "encoder.embeddings.word_embeddings", AS_IS),
+    AlbertNameEntry("bert/embeddings/position_embeddings",
+                    "encoder.embeddings.position_embeddings", AS_IS),
+    AlbertNameEntry("bert/embeddings/token_type_embeddings",
+                    "encoder.embeddings.token_type_embeddings", AS_IS),
+    AlbertNameEntry("bert/embeddings/LayerNorm/gamma",
+                    "encoder.embeddings.layer_norm.gamma", AS_IS),
+    AlbertNameEntry("bert/embeddings/LayerNorm/beta",
+                    "encoder.embeddings.layer_norm.beta", AS_IS),
+    # Only when embedding_size != hidden_size (see _albert_entries).
+    AlbertNameEntry("bert/encoder/embedding_hidden_mapping_in/kernel",
+                    "encoder.embedding_projection.kernel", AS_IS),
+    AlbertNameEntry("bert/encoder/embedding_hidden_mapping_in/bias",
+                    "encoder.embedding_projection.bias", AS_IS),
+    AlbertNameEntry(_AG + "attention_1/self/query/kernel", _AA + "attention.query.kernel", AS_IS),
+    AlbertNameEntry(_AG + "attention_1/self/query/bias", _AA + "attention.query.bias", AS_IS),
+    AlbertNameEntry(_AG + "attention_1/self/key/kernel", _AA + "attention.key.kernel", AS_IS),
+    AlbertNameEntry(_AG + "attention_1/self/key/bias", _AA + "attention.key.bias", AS_IS),
+    AlbertNameEntry(_AG + "attention_1/self/value/kernel", _AA + "attention.value.kernel", AS_IS),
+    AlbertNameEntry(_AG + "attention_1/self/value/bias", _AA + "attention.value.bias", AS_IS),
+    AlbertNameEntry(_AG + "attention_1/output/dense/kernel",
+                    _AA + "attention.output_dense.kernel", AS_IS),
+    AlbertNameEntry(_AG + "attention_1/output/dense/bias",
+                    _AA + "attention.output_dense.bias", AS_IS),
+    AlbertNameEntry(_AG + "LayerNorm/gamma", _AA + "layer_norm.gamma", AS_IS),
+    AlbertNameEntry(_AG + "LayerNorm/beta", _AA + "layer_norm.beta", AS_IS),
+    AlbertNameEntry(_AG + "ffn_1/intermediate/dense/kernel", _AF + "intermediate.kernel", AS_IS),
+    AlbertNameEntry(_AG + "ffn_1/intermediate/dense/bias", _AF + "intermediate.bias", AS_IS),
+    AlbertNameEntry(_AG + "ffn_1/intermediate/output/dense/kernel",
+                    _AF + "output_dense.kernel", AS_IS),
+    AlbertNameEntry(_AG + "ffn_1/intermediate/output/dense/bias",
+                    _AF + "output_dense.bias", AS_IS),
+    AlbertNameEntry(_AG + "LayerNorm_1/gamma", _AF + "layer_norm.gamma", AS_IS),
+    AlbertNameEntry(_AG + "LayerNorm_1/beta", _AF + "layer_norm.beta", AS_IS),
+    AlbertNameEntry("bert/pooler/dense/kernel", "encoder.pooler.kernel", AS_IS),
+    AlbertNameEntry("bert/pooler/dense/bias", "encoder.pooler.bias", AS_IS),
+    # Heads: BERT's, with the MLM transform projecting to embedding_size.
+    AlbertNameEntry("cls/predictions/transform/dense/kernel",
+                    "mlm.transform_dense.kernel", AS_IS),
+    AlbertNameEntry("cls/predictions/transform/dense/bias", "mlm.transform_dense.bias", AS_IS),
+    AlbertNameEntry("cls/predictions/transform/LayerNorm/gamma",
+                    "mlm.transform_layer_norm.gamma", AS_IS),
+    AlbertNameEntry("cls/predictions/transform/LayerNorm/beta",
+                    "mlm.transform_layer_norm.beta", AS_IS),
+    AlbertNameEntry("cls/predictions/output_bias", "mlm.output_bias", AS_IS),
+    AlbertNameEntry("cls/seq_relationship/output_weights", "nsp.dense.kernel", TRANSPOSED),
+    AlbertNameEntry("cls/seq_relationship/output_bias", "nsp.dense.bias", AS_IS),
+)
+
+
+def _albert_entries(encoder):
+    """`ALBERT_NAME_TABLE` expanded for `encoder`'s groups and inner groups."""
+    rows = []
+    for entry in ALBERT_NAME_TABLE:
+        if "embedding_projection" in entry.getter and encoder.embedding_projection is None:
+            continue
+        if "{block}" not in entry.getter:
+            rows.append(entry)
+            continue
+        for group in range(encoder.num_hidden_groups):
+            for inner in range(encoder.inner_group_num):
+                index = dict(group=group, inner=inner,
+                             block=group * encoder.inner_group_num + inner)
+                rows.append(AlbertNameEntry(entry.google_name.format(**index),
+                                            entry.getter.format(**index),
+                                            entry.transform))
+    return rows
+
+
+def _is_albert(model):
+    from modeling.albert import AlbertEncoder
+
+    return isinstance(model, AlbertEncoder) or isinstance(
+        getattr(model, "encoder", None), AlbertEncoder)
+
+
+def _albert_target(model):
+    """Like `_target`, for an `AlbertEncoder` or a model around one."""
+    from modeling.albert import AlbertEncoder
+
+    if isinstance(model, AlbertEncoder):
+        target = _Target({"encoder": model}, f"AlbertEncoder {model.name!r}", False)
+    elif isinstance(model, BertPretrainer) and isinstance(model.encoder, AlbertEncoder):
+        roots = {"encoder": model.encoder}
+        mlm = _find_head(model, MaskedLMHead, "masked_lm")
+        sop = _find_head(model, NextSentenceHead, "sentence_order")
+        if mlm is not None:
+            roots["mlm"] = mlm
+        if sop is not None:
+            roots["nsp"] = sop
+        target = _Target(roots, f"BertPretrainer {model.name!r} (ALBERT)", True)
+    elif isinstance(getattr(model, "encoder", None), AlbertEncoder):
+        target = _Target({"encoder": model.encoder},
+                         f"the ALBERT encoder of {type(model).__name__} "
+                         f"{getattr(model, 'name', '')!r}", False)
+    else:
+        raise TypeError(
+            "Expected an AlbertEncoder, a BertPretrainer around one or a model "
+            f"whose `.encoder` is one; got {type(model).__name__}.")
+    encoder = target.roots["encoder"]
+    if encoder.share_parameters != "all":
+        raise ValueError(
+            "google-research/albert checkpoints hold fully shared blocks "
+            "(group_g/inner_group_k); an AlbertEncoder with "
+            f"share_parameters={encoder.share_parameters!r} has no such layout.")
+    return target
+
+
+def load_albert_checkpoint(model, ckpt_prefix, allow_missing_heads=False):
+    """Loads a google-research/albert TF1 checkpoint (`model.ckpt-N`).
+
+    Same policy as `load_google_checkpoint`: every encoder weight must be
+    present with its shape, every `bert/*` entry must have a place in the
+    model, head weights (`cls/*`) are loaded into a pretrainer's masked-LM
+    and sentence-order heads (required unless `allow_missing_heads`) and
+    skipped otherwise, optimizer state (`adam_m`, `adam_v`, `global_step`,
+    ...) is skipped, and any problem raises one `CheckpointMismatchError`
+    before a variable is touched.
+
+    Args:
+        model: an `AlbertEncoder` with `share_parameters="all"` (the only
+            layout ALBERT checkpoints have), a `BertPretrainer` around one
+            (e.g. from `build_albert_pretrainer`), or a model whose
+            `.encoder` is one.
+        ckpt_prefix: the checkpoint prefix (the path before `.index`).
+        allow_missing_heads: see `load_google_checkpoint`.
+
+    Returns:
+        A `LoadReport`.
+    """
+    ckpt_prefix = os.fspath(ckpt_prefix)
+    target = _albert_target(model)
+    source = _TF1Source(ckpt_prefix)
+    available = set(source.names())
+    used = set()
+    plan, missing, missing_heads, mismatched = [], [], [], []
+    report = LoadReport(path=ckpt_prefix, format=GOOGLE_TF1, target=target.description)
+
+    for entry in _albert_entries(target.roots["encoder"]):
+        name = entry.google_name
+        part = entry.getter.split(".")[0]
+        if part not in target.roots:
+            if name in available:
+                used.add(name)
+                report.skipped.append((name, "head not in the model"))
+            continue
+        variable = _resolve_getter(target.roots, entry.getter)
+        expected = entry.transform.stored_shape(variable.shape)
+        if name not in available:
+            if part != "encoder" and allow_missing_heads:
+                missing_heads.append(name)
+            else:
+                missing.append((name, expected))
+            continue
+        used.add(name)
+        stored = source.shape(name)
+        if stored != expected:
+            mismatched.append((name, stored, expected))
+            continue
+        plan.append((name, variable, entry.transform))
+
+    unexpected = []
+    for name in sorted(available - used):
+        if _TF1_OPTIMIZER_STATE.search(name):
+            report.skipped.append((name, "optimizer state"))
+        elif name.startswith(_GOOGLE_ENCODER_PREFIXES):
+            unexpected.append((name, source.shape(name)))
+        elif name.startswith(_GOOGLE_BERT_PREFIXES):
+            if target.has_heads:
+                unexpected.append((name, source.shape(name)))
+            else:
+                report.skipped.append((name, "head not in the model"))
+        else:
+            report.skipped.append((name, "not an ALBERT variable (task head?)"))
+
+    if missing or unexpected or mismatched:
+        hint = None
+        if any(not n.startswith(_GOOGLE_ENCODER_PREFIXES) for n, _ in missing):
+            hint = ("The checkpoint has no pre-training heads; pass "
+                    "allow_missing_heads=True to keep them initialised.")
+        raise CheckpointMismatchError(source.description, target.description,
+                                      missing, unexpected, mismatched, (), hint)
+    for name, variable, layout in plan:
+        _assign(variable, layout.to_model(source.read(name)))
+        report.loaded.append(name)
+    report.missing_heads = missing_heads
     return report
