@@ -38,8 +38,8 @@ from data import tokenization
 from modeling import checkpoints
 from modeling import config as config_lib
 from modeling import distribute
-from modeling import objectives
 from modeling import optimization
+from modeling import recipes
 from modeling import trainer as trainer_lib
 
 FLAGS = flags.FLAGS
@@ -83,6 +83,10 @@ flags.DEFINE_integer("log_steps", 100, "Steps between progress lines and TensorB
 flags.DEFINE_integer("seed", None, "Random seed for weights and input shuffling.")
 # Only used by the demo job, to build its data.
 flags.DEFINE_string("vocab_file", None, "Vocabulary for building the sample data.")
+flags.DEFINE_string("recipe", "bert",
+                    "Pre-training recipe: a name (%s) or a recipe JSON file. With "
+                    "--input_file, make the TFRecords with the recipe's masking and "
+                    "sentence objective (see README)." % ", ".join(recipes.list_recipes()))
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE_DIR = os.path.join(REPO_ROOT, "data", "sample")
@@ -104,10 +108,11 @@ def _apply_sample_defaults():
             FLAGS[name].value = value
 
 
-def _build_sample_data(output_dir, vocab_file):
+def _build_sample_data(output_dir, vocab_file, recipe):
     """TFRecords of the bundled corpus (train: dupe 10; eval: other masks)."""
     data_dir = os.path.join(output_dir, "data")
-    tag = "seq%d_pred%d" % (FLAGS.max_seq_length, FLAGS.max_predictions_per_seq)
+    tag = "%s_seq%d_pred%d" % (recipe.name, FLAGS.max_seq_length,
+                               FLAGS.max_predictions_per_seq)
     files = {}
     for split, seed, dupe in (("train", 12345, 10), ("eval", 54321, 1)):
         path = os.path.join(data_dir, "sample_%s_%s.tfrecord" % (split, tag))
@@ -117,7 +122,7 @@ def _build_sample_data(output_dir, vocab_file):
                 max_seq_length=FLAGS.max_seq_length,
                 max_predictions_per_seq=FLAGS.max_predictions_per_seq,
                 random_seed=seed, dupe_factor=dupe, masked_lm_prob=0.15,
-                short_seq_prob=0.1, do_whole_word_mask=False)
+                short_seq_prob=0.1, do_whole_word_mask=False, **recipe.data)
             summary = pretraining_writer.create_pretraining_data(
                 sorted(tf.io.gfile.glob(os.path.join(SAMPLE_DIR, "sample_*.txt"))),
                 [path], options)
@@ -126,14 +131,13 @@ def _build_sample_data(output_dir, vocab_file):
     return files
 
 
-def _load_bert_config(vocab_file):
+def _load_bert_config(vocab_file, recipe):
     if FLAGS.bert_config_file:
-        return config_lib.load_bert_config(FLAGS.bert_config_file)
+        return recipes.load_config(recipe, FLAGS.bert_config_file)
     if FLAGS.input_file:
         raise ValueError("--bert_config_file is required with --input_file")
     # Demo job: Google's BERT-Tiny shape (2 layers, hidden 128) over the sample vocab.
-    vocab_size = len(tokenization.load_vocab(vocab_file))
-    return config_lib.BertConfig.from_preset("bert_tiny", vocab_size=vocab_size)
+    return recipes.demo_config(recipe, len(tokenization.load_vocab(vocab_file)))
 
 
 def main(_):
@@ -152,7 +156,9 @@ def main(_):
     output_dir = FLAGS.output_dir
     tf.io.gfile.makedirs(output_dir)
     vocab_file = FLAGS.vocab_file or os.path.join(SAMPLE_DIR, "vocab.txt")
-    bert_config = _load_bert_config(vocab_file)
+    recipe = recipes.load_recipe(FLAGS.recipe)
+    logging.info("Recipe %s: %s", recipe.name, recipe.description)
+    bert_config = _load_bert_config(vocab_file, recipe)
     if FLAGS.max_seq_length > bert_config.max_position_embeddings:
         raise ValueError("--max_seq_length=%d exceeds max_position_embeddings=%d of the "
                          "BERT config" % (FLAGS.max_seq_length,
@@ -162,7 +168,7 @@ def main(_):
         bert_config.to_json_file(config_path)
 
     if sample_mode:
-        files = _build_sample_data(output_dir, vocab_file)
+        files = _build_sample_data(output_dir, vocab_file, recipe)
         train_files, eval_files = files["train"], files["eval"]
     else:
         train_files = eval_files = FLAGS.input_file
@@ -182,7 +188,7 @@ def main(_):
 
     trainer = trainer_lib.Trainer(
         strategy,
-        model_fn=lambda: objectives.build_bert_pretrainer(bert_config),
+        model_fn=lambda: recipes.build_pretrainer(recipe, bert_config),
         optimizer_fn=lambda: optimization.create_optimizer(
             FLAGS.learning_rate, FLAGS.num_train_steps, FLAGS.num_warmup_steps,
             optimizer_type=FLAGS.optimizer,
@@ -226,6 +232,7 @@ def _run(argv):
     try:
         main(argv)
     except (corpus.CorpusError, tokenization.VocabError, config_lib.BertConfigError,
+            recipes.RecipeError,
             checkpoints.CheckpointMismatchError, FileNotFoundError) as e:
         print("run_pretraining: error: %s" % e, file=sys.stderr)
         sys.exit(1)
