@@ -12,9 +12,12 @@ from data import input_pipeline
 
 
 def _masked_targets(input_patterns, max_seq_length, max_predictions_per_seq, max_records):
-    dataset = input_pipeline.pretraining_dataset(
-        input_patterns, max_seq_length, max_predictions_per_seq, batch_size=256,
-        is_training=False, repeat=max_records is not None, drop_remainder=False)
+    if isinstance(input_patterns, (str, list, tuple)):
+        dataset = input_pipeline.pretraining_dataset(
+            input_patterns, max_seq_length, max_predictions_per_seq, batch_size=256,
+            is_training=False, repeat=max_records is not None, drop_remainder=False)
+    else:  # already a dataset of batches (e.g. dynamically masked raw text)
+        dataset = input_patterns
     seen = 0
     for batch in dataset:
         ids = batch["masked_lm_ids"].numpy()
@@ -32,7 +35,8 @@ def unigram_masked_lm_baseline(train_patterns, eval_patterns, max_seq_length,
     """Accuracy of always predicting the most frequent training target.
 
     Args:
-      train_patterns / eval_patterns: TFRecord globs (pre-training features).
+      train_patterns / eval_patterns: TFRecord globs (pre-training features),
+        or `tf.data` datasets of such feature batches.
       max_train_records: records counted for the frequencies (None: all).
       max_eval_records: records scored, read in order (None: all once).
 

@@ -31,6 +31,7 @@ import tensorflow as tf
 
 from data import baselines
 from data import corpus
+from data import dynamic_masking
 from data import input_pipeline
 from data import pretraining_data
 from data import pretraining_writer
@@ -82,7 +83,10 @@ flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints to keep.")
 flags.DEFINE_integer("log_steps", 100, "Steps between progress lines and TensorBoard points.")
 flags.DEFINE_integer("seed", None, "Random seed for weights and input shuffling.")
 # Only used by the demo job, to build its data.
-flags.DEFINE_string("vocab_file", None, "Vocabulary for building the sample data.")
+flags.DEFINE_string("vocab_file", None,
+                    "Vocabulary of the demo job's data, and of --recipe=roberta's raw text.")
+flags.DEFINE_bool("do_lower_case", True,
+                  "Lower-case raw text (--recipe=roberta tokenizes in the input pipeline).")
 flags.DEFINE_string("recipe", "bert",
                     "Pre-training recipe: a name (%s) or a recipe JSON file. With "
                     "--input_file, make the TFRecords with the recipe's masking and "
@@ -167,7 +171,11 @@ def main(_):
     if not tf.io.gfile.exists(config_path):
         bert_config.to_json_file(config_path)
 
-    if sample_mode:
+    dynamic = bool(recipe.data.get("dynamic"))
+    if sample_mode and dynamic:
+        # Raw text, tokenized and masked on the fly: nothing to build.
+        train_files = eval_files = sorted(tf.io.gfile.glob(os.path.join(SAMPLE_DIR, "sample_*.txt")))
+    elif sample_mode:
         files = _build_sample_data(output_dir, vocab_file, recipe)
         train_files, eval_files = files["train"], files["eval"]
     else:
@@ -200,19 +208,34 @@ def main(_):
         gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
         use_xla=FLAGS.use_xla, init_fn=init_fn)
 
+    def input_fn(files, is_training, batch_size):
+        if dynamic:
+            # RoBERTa: --input_file is raw text (one sentence per line, blank
+            # line between documents), masked afresh at every epoch.
+            return dynamic_masking.roberta_input_fn_builder(
+                files, vocab_file, FLAGS.do_lower_case, FLAGS.max_seq_length,
+                FLAGS.max_predictions_per_seq, is_training=is_training,
+                batch_size=batch_size, packing=recipe.data.get("packing", "full_sentences"),
+                seed=FLAGS.seed, repeat=True)
+        return input_pipeline.pretraining_input_fn_builder(
+            files, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq,
+            is_training=is_training, batch_size=batch_size,
+            **({"seed": FLAGS.seed} if is_training else {"repeat": True}))
+
     if FLAGS.do_train:
-        trainer.train(input_pipeline.pretraining_input_fn_builder(
-            train_files, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq,
-            is_training=True, batch_size=FLAGS.train_batch_size, seed=FLAGS.seed))
+        trainer.train(input_fn(train_files, True, FLAGS.train_batch_size))
 
     if FLAGS.do_eval:
-        results = trainer.evaluate(
-            input_pipeline.pretraining_input_fn_builder(
-                eval_files, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq,
-                is_training=False, batch_size=FLAGS.eval_batch_size, repeat=True),
-            FLAGS.max_eval_steps)
+        results = trainer.evaluate(input_fn(eval_files, False, FLAGS.eval_batch_size),
+                                   FLAGS.max_eval_steps)
+        if dynamic:
+            baseline_train = input_fn(train_files, False, 256)(None)
+            baseline_eval = input_fn(eval_files, False, FLAGS.eval_batch_size)(None)
+        else:
+            baseline_train, baseline_eval = train_files, eval_files
         baseline, baseline_id = baselines.unigram_masked_lm_baseline(
-            train_files, eval_files, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq,
+            baseline_train, baseline_eval, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq,
+            max_train_records=100000 if not dynamic else 20000,
             max_eval_records=FLAGS.max_eval_steps * FLAGS.eval_batch_size)
         results["unigram_baseline_masked_lm_accuracy"] = baseline
         if trainer.is_chief:

@@ -7,6 +7,7 @@ import keras
 import pytest
 import tensorflow as tf
 
+from data import dynamic_masking
 from data import input_pipeline
 from data import pretraining_data
 from data import pretraining_writer
@@ -20,7 +21,8 @@ SEQ, PRED = 32, 5
 
 
 def test_registry_and_declarative_files(tmp_path):
-    assert recipes.list_recipes() == ["albert", "bert", "bert_wwm", "spanbert"]
+    assert recipes.list_recipes() == ["albert", "bert", "bert_wwm", "roberta", "spanbert"]
+    assert recipes.load_recipe("roberta").data == {"dynamic": True, "packing": "full_sentences"}
     spanbert = recipes.load_recipe("spanbert")
     assert spanbert.objectives == ("masked_lm", "span_boundary")
     assert spanbert.data == {"masking": "span", "sentence_objective": "none"}
@@ -43,16 +45,30 @@ def test_registry_and_declarative_files(tmp_path):
         recipes.load_recipe(str(bad))
 
 
-@pytest.mark.parametrize("name", ["bert", "bert_wwm", "spanbert", "albert"])
+@pytest.mark.parametrize("name", ["bert", "bert_wwm", "spanbert", "albert", "roberta"])
 def test_recipe_lowers_its_losses_on_the_sample_corpus(tmp_path, name, sample_corpus_files,
                                             sample_vocab_file):
     recipe = recipes.load_recipe(name)
-    data = str(tmp_path / "train.tfrecord")
-    pretraining_writer.create_pretraining_data(
-        sample_corpus_files, [data], pretraining_data.InstanceOptions(
-            vocab_file=sample_vocab_file, do_lower_case=True, max_seq_length=SEQ,
-            max_predictions_per_seq=PRED, random_seed=7, dupe_factor=2, masked_lm_prob=0.15,
-            short_seq_prob=0.1, do_whole_word_mask=False, **recipe.data))
+    if recipe.data.get("dynamic"):
+        # RoBERTa: raw text, tokenized and masked afresh inside tf.data.
+        def input_fn(is_training):
+            return dynamic_masking.roberta_input_fn_builder(
+                sample_corpus_files, sample_vocab_file, True, SEQ, PRED,
+                is_training=is_training, batch_size=32, seed=3, repeat=True,
+                packing=recipe.data["packing"])
+    else:
+        data = str(tmp_path / "train.tfrecord")
+        pretraining_writer.create_pretraining_data(
+            sample_corpus_files, [data], pretraining_data.InstanceOptions(
+                vocab_file=sample_vocab_file, do_lower_case=True, max_seq_length=SEQ,
+                max_predictions_per_seq=PRED, random_seed=7, dupe_factor=2,
+                masked_lm_prob=0.15, short_seq_prob=0.1, do_whole_word_mask=False,
+                **recipe.data))
+
+        def input_fn(is_training):
+            return input_pipeline.pretraining_input_fn_builder(
+                data, SEQ, PRED, is_training=is_training, batch_size=32,
+                **({"seed": 3} if is_training else {"repeat": True}))
     vocab_size = len(tokenization.load_vocab(sample_vocab_file))
     if recipe.encoder == "albert":
         config = config_lib.AlbertConfig(
@@ -69,14 +85,12 @@ def test_recipe_lowers_its_losses_on_the_sample_corpus(tmp_path, name, sample_co
         lambda: optimization.create_optimizer(3e-3, steps, 15),
         model_dir=str(tmp_path / "model"), train_batch_size=32, num_train_steps=steps,
         save_checkpoints_steps=steps, log_steps=50)
-    trainer.train(input_pipeline.pretraining_input_fn_builder(
-        data, SEQ, PRED, is_training=True, batch_size=32, seed=3))
+    trainer.train(input_fn(True))
     first, last = trainer.history[0][1], trainer.history[-1][1]
     losses = [k for k in last if k.endswith("_loss")]
-    assert len(losses) == 2, losses  # MLM plus the recipe's second objective
+    assert len(losses) == len(recipe.objectives), losses
     for key in losses:
         assert last[key] < first[key], (key, first[key], last[key])
     assert last["masked_lm_loss"] < first["masked_lm_loss"] - 0.3
-    results = trainer.evaluate(input_pipeline.pretraining_input_fn_builder(
-        data, SEQ, PRED, is_training=False, batch_size=32, repeat=True), max_steps=5)
+    results = trainer.evaluate(input_fn(False), max_steps=5)
     assert set(losses) <= set(results)
