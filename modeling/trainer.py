@@ -30,6 +30,7 @@ import time
 
 from absl import logging
 import keras
+import numpy as np
 import tensorflow as tf
 
 from modeling import distribute
@@ -372,6 +373,95 @@ class Trainer(object):
                         tf.summary.scalar(name, value)
             writer.flush()
         return results
+
+    # ---------------------------------------------------------------- predict
+
+    def predict(self, predict_input_fn, output_names=None, restore=True):
+        """Runs the model in inference mode; returns numpy arrays in input order.
+
+        Each batch goes through ``model(features, training=False)`` under
+        the strategy (every replica takes its own batch); the per-replica
+        results are put back in the order the input pipeline produced them.
+        Under a multi-worker strategy every worker reads and predicts the
+        whole input (inference needs no cross-worker communication), so
+        each worker gets all predictions, in order.
+
+        Args:
+          predict_input_fn: `fn(input_context) -> tf.data.Dataset` of
+            per-replica batches; finite (read once). A last partial batch is
+            fine.
+          output_names: names of the model's outputs (keys of the dict it
+            returns; a model returning one tensor calls it "output") or of
+            input features to pass through, e.g. "label_ids",
+            "is_real_example"; a model output wins over a feature of the same
+            name. None: all model outputs.
+          restore: first load the latest checkpoint in `model_dir`, if any.
+
+        Returns:
+          dict name -> np.ndarray whose first axis runs over the examples.
+        """
+        if restore:
+            latest = self.latest_checkpoint()
+            if latest:
+                checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer)
+                checkpoint.restore(latest).expect_partial()
+        strategy = self.strategy
+        model = self.model
+        names = tuple(output_names) if output_names is not None else None
+
+        def replica_step(features):
+            outputs = model(features, training=False)
+            if not isinstance(outputs, dict):
+                outputs = {"output": outputs}
+            selected = {}
+            for name in (names if names is not None else tuple(outputs)):
+                if name in outputs:
+                    value = outputs[name]
+                elif name in features:
+                    value = features[name]
+                else:
+                    raise ValueError(
+                        "predict: %r is neither a model output (%s) nor an input feature "
+                        "(%s)." % (name, ", ".join(sorted(outputs)), ", ".join(sorted(features))))
+                if not tf.is_tensor(value):
+                    raise ValueError("predict: output %r is not a single tensor." % name)
+                selected[name] = value
+            return selected
+
+        @tf.function
+        def predict_step(iterator):
+            return strategy.run(replica_step, args=(next(iterator),))
+
+        input_fn = predict_input_fn
+
+        def whole_input_fn(input_context=None):
+            # One pipeline per worker, reading everything: no sharding, so the
+            # local replicas' batches are consecutive batches of the input.
+            if input_context is not None and input_context.num_input_pipelines > 1:
+                local_replicas = max(1, input_context.num_replicas_in_sync //
+                                     input_context.num_input_pipelines)
+                input_context = tf.distribute.InputContext(
+                    num_input_pipelines=1, input_pipeline_id=0,
+                    num_replicas_in_sync=local_replicas)
+            return input_fn(input_context)
+
+        dataset = strategy.distribute_datasets_from_function(whole_input_fn)
+        iterator = iter(dataset)
+        collected = collections.OrderedDict()
+        while True:
+            try:
+                per_replica = predict_step(iterator)
+            except (StopIteration, tf.errors.OutOfRangeError):
+                break
+            for name, value in per_replica.items():
+                parts = collected.setdefault(name, [])
+                for local in strategy.experimental_local_results(value):
+                    parts.append(local.numpy())
+        if names is None:
+            names = tuple(collected)
+        return collections.OrderedDict(
+            (name, np.concatenate(collected[name], axis=0) if name in collected
+             else np.zeros([0])) for name in names)
 
 
 def write_eval_results(results, path):
