@@ -282,19 +282,23 @@ class DataProcessor(object):
 
     def get_train_examples(self, data_dir):
         """Gets a collection of `InputExample`s for the train set."""
-        raise NotImplementedError()
+        # Abstract, as in Google's API: every task's processor defines it.
+        raise NotImplementedError("%s must define get_train_examples()" % type(self).__name__)
 
     def get_dev_examples(self, data_dir):
         """Gets a collection of `InputExample`s for the dev set."""
-        raise NotImplementedError()
+        # Abstract, as in Google's API: every task's processor defines it.
+        raise NotImplementedError("%s must define get_dev_examples()" % type(self).__name__)
 
     def get_test_examples(self, data_dir):
         """Gets a collection of `InputExample`s for prediction."""
-        raise NotImplementedError()
+        # Abstract, as in Google's API: every task's processor defines it.
+        raise NotImplementedError("%s must define get_test_examples()" % type(self).__name__)
 
     def get_labels(self):
         """Gets the list of labels for this data set (None for regression)."""
-        raise NotImplementedError()
+        # Abstract, as in Google's API: every task's processor defines it.
+        raise NotImplementedError("%s must define get_labels()" % type(self).__name__)
 
     @classmethod
     def _read_tsv(cls, input_file, quotechar=None):
