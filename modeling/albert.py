@@ -40,11 +40,9 @@ and an `embedding_table` property (`[vocab, E]`), so the pre-training
 objectives, `BertPretrainer` and the trainer work with it unchanged.
 
 Building blocks: the embeddings are `BertEmbeddings` at width E; a layer is
-an `AttentionSublayer` (the project's `MultiHeadSelfAttention`, dropout,
-residual, LayerNorm) followed by a `FeedForwardSublayer` (dense, activation,
-dense, dropout, residual, LayerNorm): the same computation, in the same
-order, as `TransformerBlock`, split in two so that each half can be shared
-on its own.
+an `AttentionSublayer` followed by a `FeedForwardSublayer`
+(`modeling.layers`), the two halves `TransformerBlock` is made of, held
+separately so that each half can be shared on its own.
 
 Weights and google-research/albert checkpoint names ("all" sharing; g =
 group, k = inner group, block b = g * inner_group_num + k):
@@ -79,13 +77,12 @@ form, as everywhere in this project).
 
 import keras
 
-from modeling.bert import BertEncoder
+from modeling.bert import EncoderBase
 from modeling.layers import (
     LAYER_NORM_EPSILON,
+    AttentionSublayer,
     BertEmbeddings,
-    MultiHeadSelfAttention,
-    get_activation,
-    padding_attention_mask,
+    FeedForwardSublayer,
     truncated_normal_initializer,
 )
 from modeling.objectives import (
@@ -96,8 +93,6 @@ from modeling.objectives import (
 
 __all__ = [
     "AlbertEncoder",
-    "AttentionSublayer",
-    "FeedForwardSublayer",
     "SHARING_MODES",
     "albert_activation",
     "build_albert_pretrainer",
@@ -116,155 +111,6 @@ def albert_activation(name):
     if isinstance(name, str) and name.lower() == "gelu":
         return "gelu_tanh"
     return name
-
-
-# ---------------------------------------------------------------- sublayers
-
-
-@keras.saving.register_keras_serializable(package=_PACKAGE)
-class AttentionSublayer(keras.layers.Layer):
-    """`LayerNorm(x + Dropout(MultiHeadSelfAttention(x)))`: a block's first half.
-
-    Sub-layers: `attention` (`MultiHeadSelfAttention`), `layer_norm`.
-
-    Call args: `hidden_states` `[batch, seq, hidden]`, `attention_mask`,
-    `attention_bias`, `training` (see `MultiHeadSelfAttention`).
-
-    Returns:
-        `(output [batch, seq, hidden], attention_probs)`.
-    """
-
-    def __init__(
-        self,
-        hidden_size,
-        num_attention_heads,
-        hidden_dropout_prob=0.1,
-        attention_probs_dropout_prob=0.1,
-        initializer_range=0.02,
-        layer_norm_epsilon=LAYER_NORM_EPSILON,
-        **kwargs,
-    ):
-        super().__init__(**kwargs)
-        self.hidden_size = hidden_size
-        self.num_attention_heads = num_attention_heads
-        self.hidden_dropout_prob = hidden_dropout_prob
-        self.attention_probs_dropout_prob = attention_probs_dropout_prob
-        self.initializer_range = initializer_range
-        self.layer_norm_epsilon = layer_norm_epsilon
-        policy = self.dtype_policy
-        self.attention = MultiHeadSelfAttention(
-            hidden_size,
-            num_attention_heads,
-            attention_probs_dropout_prob=attention_probs_dropout_prob,
-            initializer_range=initializer_range,
-            dtype=policy,
-            name="attention",
-        )
-        self.dropout = keras.layers.Dropout(
-            hidden_dropout_prob, dtype=policy, name="dropout"
-        )
-        self.layer_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_epsilon, dtype=policy, name="LayerNorm"
-        )
-
-    def build(self, input_shape=None):
-        if self.built:
-            return
-        shape = (None, None, self.hidden_size)
-        self.attention.build(shape)
-        self.layer_norm.build(shape)
-
-    def call(
-        self, hidden_states, attention_mask=None, attention_bias=None, training=None
-    ):
-        output, probs = self.attention(
-            hidden_states,
-            attention_mask=attention_mask,
-            attention_bias=attention_bias,
-            training=training,
-        )
-        output = self.dropout(output, training=training)
-        return self.layer_norm(output + hidden_states), probs
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            hidden_size=self.hidden_size,
-            num_attention_heads=self.num_attention_heads,
-            hidden_dropout_prob=self.hidden_dropout_prob,
-            attention_probs_dropout_prob=self.attention_probs_dropout_prob,
-            initializer_range=self.initializer_range,
-            layer_norm_epsilon=self.layer_norm_epsilon,
-        )
-        return config
-
-
-@keras.saving.register_keras_serializable(package=_PACKAGE)
-class FeedForwardSublayer(keras.layers.Layer):
-    """`LayerNorm(x + Dropout(Dense_out(act(Dense_in(x)))))`: a block's second half.
-
-    Sub-layers: `intermediate` (`Dense(intermediate_size)`), `output_dense`
-    (`Dense(hidden_size)`), `layer_norm`.
-    """
-
-    def __init__(
-        self,
-        hidden_size,
-        intermediate_size,
-        hidden_act="gelu",
-        hidden_dropout_prob=0.1,
-        initializer_range=0.02,
-        layer_norm_epsilon=LAYER_NORM_EPSILON,
-        **kwargs,
-    ):
-        super().__init__(**kwargs)
-        self.hidden_size = hidden_size
-        self.intermediate_size = intermediate_size
-        self.hidden_act = hidden_act
-        self.hidden_dropout_prob = hidden_dropout_prob
-        self.initializer_range = initializer_range
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self._activation = get_activation(hidden_act)
-        policy = self.dtype_policy
-        init = truncated_normal_initializer(initializer_range)
-        self.intermediate = keras.layers.Dense(
-            intermediate_size, kernel_initializer=init, dtype=policy,
-            name="intermediate",
-        )
-        self.output_dense = keras.layers.Dense(
-            hidden_size, kernel_initializer=init, dtype=policy, name="output_dense"
-        )
-        self.dropout = keras.layers.Dropout(
-            hidden_dropout_prob, dtype=policy, name="dropout"
-        )
-        self.layer_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_epsilon, dtype=policy, name="LayerNorm"
-        )
-
-    def build(self, input_shape=None):
-        if self.built:
-            return
-        shape = (None, None, self.hidden_size)
-        self.intermediate.build(shape)
-        self.output_dense.build((None, None, self.intermediate_size))
-        self.layer_norm.build(shape)
-
-    def call(self, hidden_states, training=None):
-        output = self.output_dense(self._activation(self.intermediate(hidden_states)))
-        output = self.dropout(output, training=training)
-        return self.layer_norm(output + hidden_states)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            hidden_size=self.hidden_size,
-            intermediate_size=self.intermediate_size,
-            hidden_act=self.hidden_act,
-            hidden_dropout_prob=self.hidden_dropout_prob,
-            initializer_range=self.initializer_range,
-            layer_norm_epsilon=self.layer_norm_epsilon,
-        )
-        return config
 
 
 # ------------------------------------------------------------------ encoder
@@ -288,7 +134,7 @@ _CONFIG_FIELDS = (
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class AlbertEncoder(keras.Model):
+class AlbertEncoder(EncoderBase):
     """The ALBERT encoder (see the module docstring).
 
     Args:
@@ -306,6 +152,9 @@ class AlbertEncoder(keras.Model):
     `encoder_outputs` holds the output of every layer (after its last inner
     block).
     """
+
+    _CONFIG_FIELDS = _CONFIG_FIELDS
+    _EXTRA_CONFIG_FIELDS = ("share_parameters",) + EncoderBase._EXTRA_CONFIG_FIELDS
 
     def __init__(
         self,
@@ -466,11 +315,6 @@ class AlbertEncoder(keras.Model):
         ffn = shared if mode == "all" else (inner_index if mode == "ffn" else own)
         return attention, ffn
 
-    @property
-    def embedding_table(self):
-        """The `[vocab_size, embedding_size]` word embeddings (tied MLM decoder)."""
-        return self.embeddings.word_embeddings
-
     @classmethod
     def from_config_object(cls, albert_config, **kwargs):
         """Builds an encoder from a `modeling.config.AlbertConfig`.
@@ -490,30 +334,14 @@ class AlbertEncoder(keras.Model):
                 f"net_structure_type={net_structure} is not implemented (only 0, "
                 "as in google-research/albert)."
             )
-        args = {field: getattr(albert_config, field) for field in _CONFIG_FIELDS}
+        args = cls._args_from_config_object(albert_config)
         args["hidden_act"] = albert_activation(args["hidden_act"])
-        extra = getattr(albert_config, "extra", None) or {}
-        if "layer_norm_epsilon" in extra:
-            args["layer_norm_epsilon"] = float(extra["layer_norm_epsilon"])
         args.update(kwargs)
         return cls(**args)
 
-    # ------------------------------------------------------------------ call
+    # ------------------------------------------------------------------ layers
 
-    def call(
-        self,
-        inputs,
-        input_mask=None,
-        segment_ids=None,
-        training=None,
-        output_attention_probs=None,
-    ):
-        input_ids, input_mask, segment_ids, attention_mask, position_ids = (
-            BertEncoder._unpack_inputs(inputs, input_mask, segment_ids)
-        )
-        if output_attention_probs is None:
-            output_attention_probs = self.output_attention_probs
-
+    def _embed(self, input_ids, segment_ids, position_ids, training):
         factorized = self.embeddings(
             input_ids,
             segment_ids=segment_ids,
@@ -523,50 +351,17 @@ class AlbertEncoder(keras.Model):
         hidden = factorized
         if self.embedding_projection is not None:
             hidden = self.embedding_projection(factorized)
-        embedding_output = hidden
-        if attention_mask is None and input_mask is not None:
-            attention_mask = padding_attention_mask(input_mask)
+        return hidden, {"factorized_embedding_output": factorized}
 
-        encoder_outputs, attention_probs = [], []
-        for layer_index in range(self.num_hidden_layers):
-            for inner_index in range(self.inner_group_num):
-                a, f = self.sublayer_indices(layer_index, inner_index)
-                hidden, probs = self.attention_sublayers[a](
-                    hidden, attention_mask=attention_mask, training=training)
-                hidden = self.ffn_sublayers[f](hidden, training=training)
-                attention_probs.append(probs)
-            encoder_outputs.append(hidden)
-
-        sequence_output = hidden
-        outputs = {
-            "sequence_output": sequence_output,
-            "pooled_output": self.pooler(sequence_output[:, 0, :]),
-            "encoder_outputs": encoder_outputs,
-            "embedding_output": embedding_output,
-            "factorized_embedding_output": factorized,
-        }
-        if output_attention_probs:
-            outputs["attention_probs"] = attention_probs
-        return outputs
-
-    # ---------------------------------------------------------------- config
-
-    def get_config(self):
-        config = {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.saving.serialize_keras_object(self.dtype_policy),
-        }
-        for field in _CONFIG_FIELDS:
-            config[field] = getattr(self, field)
-        config["share_parameters"] = self.share_parameters
-        config["layer_norm_epsilon"] = self.layer_norm_epsilon
-        config["output_attention_probs"] = self.output_attention_probs
-        return config
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)
+    def _apply_layer(self, index, hidden, attention_mask, training):
+        probs = []
+        for inner_index in range(self.inner_group_num):
+            a, f = self.sublayer_indices(index, inner_index)
+            hidden, block_probs = self.attention_sublayers[a](
+                hidden, attention_mask=attention_mask, training=training)
+            hidden = self.ffn_sublayers[f](hidden, training=training)
+            probs.append(block_probs)
+        return hidden, probs
 
 
 # --------------------------------------------------------------- pretrainer

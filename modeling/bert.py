@@ -38,15 +38,16 @@ correspond to (N = layer index; "(T)" = Keras kernel is the transpose):
     embeddings.position_embeddings      bert/embeddings/position_embeddings
     embeddings.token_type_embeddings    bert/embeddings/token_type_embeddings
     embeddings.layer_norm.{gamma,beta}  bert/embeddings/LayerNorm/{gamma,beta}
-    transformer_layers[N].
+    transformer_layers[N].attention_sublayer.
       attention.query.{kernel,bias}     bert/encoder/layer_N/attention/self/query/...
       attention.key.{kernel,bias}       .../attention/self/key/...
       attention.value.{kernel,bias}     .../attention/self/value/...
       attention.output_dense.*          .../attention/output/dense/...
-      attention_layer_norm.*            .../attention/output/LayerNorm/...
+      layer_norm.{gamma,beta}           .../attention/output/LayerNorm/...
+    transformer_layers[N].ffn_sublayer.
       intermediate.{kernel,bias}        .../intermediate/dense/...
       output_dense.{kernel,bias}        .../output/dense/...
-      output_layer_norm.{gamma,beta}    .../output/LayerNorm/...
+      layer_norm.{gamma,beta}           .../output/LayerNorm/...
     pooler.{kernel,bias}                bert/pooler/dense/{kernel,bias}
 
 All Dense kernels are `[in, out]` like TF1's `tf.layers.dense`, so no
@@ -65,7 +66,7 @@ from modeling.layers import (
     truncated_normal_initializer,
 )
 
-__all__ = ["BertEncoder"]
+__all__ = ["BertEncoder", "EncoderBase"]
 
 _CONFIG_FIELDS = (
     "vocab_size",
@@ -82,8 +83,135 @@ _CONFIG_FIELDS = (
 )
 
 
+class EncoderBase(keras.Model):
+    """What BERT-shaped encoders share: input unpacking, call, config.
+
+    A subclass sets `_CONFIG_FIELDS` (constructor arguments mirrored by
+    `get_config`) and implements `_embed` (ids to the first layer's input,
+    plus any extra outputs) and `_apply_layer` (one layer's forward pass);
+    `call` runs embeddings, layers and the tanh pooler on `[CLS]` and
+    returns the output dict documented in the module docstring.
+    """
+
+    _CONFIG_FIELDS = ()
+    _EXTRA_CONFIG_FIELDS = ("layer_norm_epsilon", "output_attention_probs")
+
+    @property
+    def embedding_table(self):
+        """The word embedding variable (`[vocab_size, width]`).
+
+        Tied output layers (the MLM decoder) multiply by its transpose.
+        """
+        return self.embeddings.word_embeddings
+
+    def _embed(self, input_ids, segment_ids, position_ids, training):
+        """Returns `(first layer input, {extra output name: tensor})`."""
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement _embed (EncoderBase subclass)."
+        )
+
+    def _apply_layer(self, index, hidden, attention_mask, training):
+        """Returns `(layer output, [attention probs of each block applied])`."""
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement _apply_layer (EncoderBase subclass)."
+        )
+
+    @staticmethod
+    def _unpack_inputs(inputs, input_mask, segment_ids):
+        attention_mask = position_ids = None
+        if isinstance(inputs, dict):
+            # Other keys (labels, masked_lm_*) are ignored, so a whole
+            # pre-training batch can be passed as is.
+            if "input_ids" not in inputs:
+                raise ValueError("BertEncoder inputs need an 'input_ids' entry.")
+            input_ids = inputs["input_ids"]
+            input_mask = inputs.get("input_mask", input_mask)
+            segment_ids = inputs.get("segment_ids", segment_ids)
+            attention_mask = inputs.get("attention_mask")
+            position_ids = inputs.get("position_ids")
+        elif isinstance(inputs, (list, tuple)):
+            if not 1 <= len(inputs) <= 3:
+                raise ValueError(
+                    "Positional BertEncoder inputs are (input_ids[, input_mask"
+                    f"[, segment_ids]]); got {len(inputs)} tensors."
+                )
+            input_ids = inputs[0]
+            if len(inputs) > 1:
+                input_mask = inputs[1]
+            if len(inputs) > 2:
+                segment_ids = inputs[2]
+        else:
+            input_ids = inputs
+        return input_ids, input_mask, segment_ids, attention_mask, position_ids
+
+    def call(
+        self,
+        inputs,
+        input_mask=None,
+        segment_ids=None,
+        training=None,
+        output_attention_probs=None,
+    ):
+        input_ids, input_mask, segment_ids, attention_mask, position_ids = (
+            self._unpack_inputs(inputs, input_mask, segment_ids)
+        )
+        if output_attention_probs is None:
+            output_attention_probs = self.output_attention_probs
+
+        embedding_output, extra_outputs = self._embed(
+            input_ids, segment_ids, position_ids, training
+        )
+        if attention_mask is None and input_mask is not None:
+            attention_mask = padding_attention_mask(input_mask)
+
+        hidden = embedding_output
+        encoder_outputs, attention_probs = [], []
+        for index in range(self.num_hidden_layers):
+            hidden, probs = self._apply_layer(index, hidden, attention_mask, training)
+            encoder_outputs.append(hidden)
+            attention_probs.extend(probs)
+
+        outputs = {
+            "sequence_output": hidden,
+            "pooled_output": self.pooler(hidden[:, 0, :]),
+            "encoder_outputs": encoder_outputs,
+            "embedding_output": embedding_output,
+        }
+        outputs.update(extra_outputs)
+        if output_attention_probs:
+            outputs["attention_probs"] = attention_probs
+        return outputs
+
+    def get_config(self):
+        config = {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.saving.serialize_keras_object(self.dtype_policy),
+        }
+        for field in self._CONFIG_FIELDS + self._EXTRA_CONFIG_FIELDS:
+            config[field] = getattr(self, field)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+    @classmethod
+    def _args_from_config_object(cls, config_object):
+        """Constructor arguments from a config object (`BertConfig`, ...).
+
+        Its `_CONFIG_FIELDS`, plus `layer_norm_epsilon` when the config's
+        extra keys carry one (HF's `layer_norm_eps` lands there).
+        """
+        args = {field: getattr(config_object, field) for field in cls._CONFIG_FIELDS}
+        extra = getattr(config_object, "extra", None) or {}
+        if "layer_norm_epsilon" in extra:
+            args["layer_norm_epsilon"] = float(extra["layer_norm_epsilon"])
+        return args
+
+
 @keras.saving.register_keras_serializable(package="bert_family")
-class BertEncoder(keras.Model):
+class BertEncoder(EncoderBase):
     """The BERT encoder: embeddings, `num_hidden_layers` blocks, tanh pooler.
 
     Args:
@@ -93,6 +221,8 @@ class BertEncoder(keras.Model):
             probabilities; a call argument of the same name overrides it.
         **kwargs: Keras `Model` arguments (`name`, `dtype`, `trainable`).
     """
+
+    _CONFIG_FIELDS = _CONFIG_FIELDS
 
     def __init__(
         self,
@@ -180,14 +310,6 @@ class BertEncoder(keras.Model):
 
     # ------------------------------------------------------------ properties
 
-    @property
-    def embedding_table(self):
-        """The `[vocab_size, hidden_size]` word embedding variable.
-
-        Tied output layers (the MLM decoder) multiply by its transpose.
-        """
-        return self.embeddings.word_embeddings
-
     @classmethod
     def from_config_object(cls, bert_config, **kwargs):
         """Builds an encoder from a `modeling.config.BertConfig`.
@@ -197,10 +319,7 @@ class BertEncoder(keras.Model):
         `layer_norm_epsilon` is used (HF's `layer_norm_eps` lands there);
         the rest are ignored.
         """
-        args = {field: getattr(bert_config, field) for field in _CONFIG_FIELDS}
-        extra = getattr(bert_config, "extra", None) or {}
-        if "layer_norm_epsilon" in extra:
-            args["layer_norm_epsilon"] = float(extra["layer_norm_epsilon"])
+        args = cls._args_from_config_object(bert_config)
         args.update(kwargs)
         return cls(**args)
 
@@ -210,92 +329,19 @@ class BertEncoder(keras.Model):
 
         return BertConfig(**{field: getattr(self, field) for field in _CONFIG_FIELDS})
 
-    # ------------------------------------------------------------------ call
+    # ------------------------------------------------------------------ layers
 
-    @staticmethod
-    def _unpack_inputs(inputs, input_mask, segment_ids):
-        attention_mask = position_ids = None
-        if isinstance(inputs, dict):
-            # Other keys (labels, masked_lm_*) are ignored, so a whole
-            # pre-training batch can be passed as is.
-            if "input_ids" not in inputs:
-                raise ValueError("BertEncoder inputs need an 'input_ids' entry.")
-            input_ids = inputs["input_ids"]
-            input_mask = inputs.get("input_mask", input_mask)
-            segment_ids = inputs.get("segment_ids", segment_ids)
-            attention_mask = inputs.get("attention_mask")
-            position_ids = inputs.get("position_ids")
-        elif isinstance(inputs, (list, tuple)):
-            if not 1 <= len(inputs) <= 3:
-                raise ValueError(
-                    "Positional BertEncoder inputs are (input_ids[, input_mask"
-                    f"[, segment_ids]]); got {len(inputs)} tensors."
-                )
-            input_ids = inputs[0]
-            if len(inputs) > 1:
-                input_mask = inputs[1]
-            if len(inputs) > 2:
-                segment_ids = inputs[2]
-        else:
-            input_ids = inputs
-        return input_ids, input_mask, segment_ids, attention_mask, position_ids
-
-    def call(
-        self,
-        inputs,
-        input_mask=None,
-        segment_ids=None,
-        training=None,
-        output_attention_probs=None,
-    ):
-        input_ids, input_mask, segment_ids, attention_mask, position_ids = (
-            self._unpack_inputs(inputs, input_mask, segment_ids)
-        )
-        if output_attention_probs is None:
-            output_attention_probs = self.output_attention_probs
-
+    def _embed(self, input_ids, segment_ids, position_ids, training):
         embedding_output = self.embeddings(
             input_ids,
             segment_ids=segment_ids,
             position_ids=position_ids,
             training=training,
         )
-        if attention_mask is None and input_mask is not None:
-            attention_mask = padding_attention_mask(input_mask)
+        return embedding_output, {}
 
-        hidden = embedding_output
-        encoder_outputs, attention_probs = [], []
-        for layer in self.transformer_layers:
-            hidden, probs = layer(hidden, attention_mask=attention_mask, training=training)
-            encoder_outputs.append(hidden)
-            attention_probs.append(probs)
-
-        sequence_output = hidden
-        pooled_output = self.pooler(sequence_output[:, 0, :])
-        outputs = {
-            "sequence_output": sequence_output,
-            "pooled_output": pooled_output,
-            "encoder_outputs": encoder_outputs,
-            "embedding_output": embedding_output,
-        }
-        if output_attention_probs:
-            outputs["attention_probs"] = attention_probs
-        return outputs
-
-    # ---------------------------------------------------------------- config
-
-    def get_config(self):
-        config = {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.saving.serialize_keras_object(self.dtype_policy),
-        }
-        for field in _CONFIG_FIELDS:
-            config[field] = getattr(self, field)
-        config["layer_norm_epsilon"] = self.layer_norm_epsilon
-        config["output_attention_probs"] = self.output_attention_probs
-        return config
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)
+    def _apply_layer(self, index, hidden, attention_mask, training):
+        hidden, probs = self.transformer_layers[index](
+            hidden, attention_mask=attention_mask, training=training
+        )
+        return hidden, [probs]

@@ -157,6 +157,8 @@ NameEntry.__doc__ = """One weight under its Google and Hugging Face names.
 
 _L = "bert/encoder/layer_{layer}/"
 _T = "encoder.transformer_layers[{layer}]."
+_TA = _T + "attention_sublayer."
+_TF = _T + "ffn_sublayer."
 _H = "encoder.layer.{layer}."
 
 NAME_TABLE = (
@@ -175,37 +177,37 @@ NAME_TABLE = (
               AS_IS, "embeddings.LayerNorm.bias", AS_IS),
     # Transformer blocks. TF1 kernels are [in, out] like Keras; PyTorch's
     # Linear weights are [out, in].
-    NameEntry(_L + "attention/self/query/kernel", _T + "attention.query.kernel",
+    NameEntry(_L + "attention/self/query/kernel", _TA + "attention.query.kernel",
               AS_IS, _H + "attention.self.query.weight", TRANSPOSED),
-    NameEntry(_L + "attention/self/query/bias", _T + "attention.query.bias",
+    NameEntry(_L + "attention/self/query/bias", _TA + "attention.query.bias",
               AS_IS, _H + "attention.self.query.bias", AS_IS),
-    NameEntry(_L + "attention/self/key/kernel", _T + "attention.key.kernel",
+    NameEntry(_L + "attention/self/key/kernel", _TA + "attention.key.kernel",
               AS_IS, _H + "attention.self.key.weight", TRANSPOSED),
-    NameEntry(_L + "attention/self/key/bias", _T + "attention.key.bias",
+    NameEntry(_L + "attention/self/key/bias", _TA + "attention.key.bias",
               AS_IS, _H + "attention.self.key.bias", AS_IS),
-    NameEntry(_L + "attention/self/value/kernel", _T + "attention.value.kernel",
+    NameEntry(_L + "attention/self/value/kernel", _TA + "attention.value.kernel",
               AS_IS, _H + "attention.self.value.weight", TRANSPOSED),
-    NameEntry(_L + "attention/self/value/bias", _T + "attention.value.bias",
+    NameEntry(_L + "attention/self/value/bias", _TA + "attention.value.bias",
               AS_IS, _H + "attention.self.value.bias", AS_IS),
-    NameEntry(_L + "attention/output/dense/kernel", _T + "attention.output_dense.kernel",
+    NameEntry(_L + "attention/output/dense/kernel", _TA + "attention.output_dense.kernel",
               AS_IS, _H + "attention.output.dense.weight", TRANSPOSED),
-    NameEntry(_L + "attention/output/dense/bias", _T + "attention.output_dense.bias",
+    NameEntry(_L + "attention/output/dense/bias", _TA + "attention.output_dense.bias",
               AS_IS, _H + "attention.output.dense.bias", AS_IS),
-    NameEntry(_L + "attention/output/LayerNorm/gamma", _T + "attention_layer_norm.gamma",
+    NameEntry(_L + "attention/output/LayerNorm/gamma", _TA + "layer_norm.gamma",
               AS_IS, _H + "attention.output.LayerNorm.weight", AS_IS),
-    NameEntry(_L + "attention/output/LayerNorm/beta", _T + "attention_layer_norm.beta",
+    NameEntry(_L + "attention/output/LayerNorm/beta", _TA + "layer_norm.beta",
               AS_IS, _H + "attention.output.LayerNorm.bias", AS_IS),
-    NameEntry(_L + "intermediate/dense/kernel", _T + "intermediate.kernel",
+    NameEntry(_L + "intermediate/dense/kernel", _TF + "intermediate.kernel",
               AS_IS, _H + "intermediate.dense.weight", TRANSPOSED),
-    NameEntry(_L + "intermediate/dense/bias", _T + "intermediate.bias",
+    NameEntry(_L + "intermediate/dense/bias", _TF + "intermediate.bias",
               AS_IS, _H + "intermediate.dense.bias", AS_IS),
-    NameEntry(_L + "output/dense/kernel", _T + "output_dense.kernel",
+    NameEntry(_L + "output/dense/kernel", _TF + "output_dense.kernel",
               AS_IS, _H + "output.dense.weight", TRANSPOSED),
-    NameEntry(_L + "output/dense/bias", _T + "output_dense.bias",
+    NameEntry(_L + "output/dense/bias", _TF + "output_dense.bias",
               AS_IS, _H + "output.dense.bias", AS_IS),
-    NameEntry(_L + "output/LayerNorm/gamma", _T + "output_layer_norm.gamma",
+    NameEntry(_L + "output/LayerNorm/gamma", _TF + "layer_norm.gamma",
               AS_IS, _H + "output.LayerNorm.weight", AS_IS),
-    NameEntry(_L + "output/LayerNorm/beta", _T + "output_layer_norm.beta",
+    NameEntry(_L + "output/LayerNorm/beta", _TF + "layer_norm.beta",
               AS_IS, _H + "output.LayerNorm.bias", AS_IS),
     # Pooler.
     NameEntry("bert/pooler/dense/kernel", "encoder.pooler.kernel",

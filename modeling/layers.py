@@ -16,8 +16,10 @@ and give identical outputs.
   what is *data*: an `attention_mask` tensor (1/True = may attend), built with
   `padding_attention_mask`, `causal_attention_mask` or by hand (UNILM
   seq-to-seq, XLNet streams, ...), and/or an additive `attention_bias`.
-* `TransformerBlock`: attention -> dropout -> residual -> LayerNorm ->
-  feed-forward -> dropout -> residual -> LayerNorm ("post-LN", as in BERT).
+* `AttentionSublayer`: attention -> dropout -> residual -> LayerNorm.
+* `FeedForwardSublayer`: dense -> activation -> dense -> dropout -> residual
+  -> LayerNorm.
+* `TransformerBlock`: the two sublayers in turn ("post-LN", as in BERT).
 
 Mixed precision: layers follow their Keras dtype policy (e.g.
 `"mixed_float16"`: float32 variables, float16 compute). Attention scores get
@@ -32,7 +34,9 @@ import keras
 import tensorflow as tf
 
 __all__ = [
+    "AttentionSublayer",
     "BertEmbeddings",
+    "FeedForwardSublayer",
     "MultiHeadSelfAttention",
     "TransformerBlock",
     "causal_attention_mask",
@@ -382,17 +386,168 @@ class MultiHeadSelfAttention(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
+class AttentionSublayer(keras.layers.Layer):
+    """`LayerNorm(x + Dropout(MultiHeadSelfAttention(x)))`: a block's first half.
+
+    `TransformerBlock` is this followed by a `FeedForwardSublayer`; ALBERT
+    shares each half across layers on its own.
+
+    Sub-layers: `attention` (`MultiHeadSelfAttention`), `layer_norm`.
+
+    Call args: `hidden_states` `[batch, seq, hidden]`, `attention_mask`,
+    `attention_bias`, `training` (see `MultiHeadSelfAttention`).
+
+    Returns:
+        `(output [batch, seq, hidden], attention_probs)`.
+    """
+
+    def __init__(
+        self,
+        hidden_size,
+        num_attention_heads,
+        hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.1,
+        initializer_range=0.02,
+        layer_norm_epsilon=LAYER_NORM_EPSILON,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+        self.num_attention_heads = num_attention_heads
+        self.hidden_dropout_prob = hidden_dropout_prob
+        self.attention_probs_dropout_prob = attention_probs_dropout_prob
+        self.initializer_range = initializer_range
+        self.layer_norm_epsilon = layer_norm_epsilon
+        policy = self.dtype_policy
+        self.attention = MultiHeadSelfAttention(
+            hidden_size,
+            num_attention_heads,
+            attention_probs_dropout_prob=attention_probs_dropout_prob,
+            initializer_range=initializer_range,
+            dtype=policy,
+            name="attention",
+        )
+        self.dropout = keras.layers.Dropout(
+            hidden_dropout_prob, dtype=policy, name="dropout"
+        )
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype=policy, name="LayerNorm"
+        )
+
+    def build(self, input_shape=None):
+        if self.built:
+            return
+        shape = (None, None, self.hidden_size)
+        self.attention.build(shape)
+        self.layer_norm.build(shape)
+
+    def call(
+        self, hidden_states, attention_mask=None, attention_bias=None, training=None
+    ):
+        output, probs = self.attention(
+            hidden_states,
+            attention_mask=attention_mask,
+            attention_bias=attention_bias,
+            training=training,
+        )
+        output = self.dropout(output, training=training)
+        return self.layer_norm(output + hidden_states), probs
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            hidden_size=self.hidden_size,
+            num_attention_heads=self.num_attention_heads,
+            hidden_dropout_prob=self.hidden_dropout_prob,
+            attention_probs_dropout_prob=self.attention_probs_dropout_prob,
+            initializer_range=self.initializer_range,
+            layer_norm_epsilon=self.layer_norm_epsilon,
+        )
+        return config
+
+
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class FeedForwardSublayer(keras.layers.Layer):
+    """`LayerNorm(x + Dropout(Dense_out(act(Dense_in(x)))))`: a block's second half.
+
+    Sub-layers: `intermediate` (`Dense(intermediate_size)`), `output_dense`
+    (`Dense(hidden_size)`), `layer_norm`.
+    """
+
+    def __init__(
+        self,
+        hidden_size,
+        intermediate_size,
+        hidden_act="gelu",
+        hidden_dropout_prob=0.1,
+        initializer_range=0.02,
+        layer_norm_epsilon=LAYER_NORM_EPSILON,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+        self.intermediate_size = intermediate_size
+        self.hidden_act = hidden_act
+        self.hidden_dropout_prob = hidden_dropout_prob
+        self.initializer_range = initializer_range
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self._activation = get_activation(hidden_act)
+        policy = self.dtype_policy
+        init = truncated_normal_initializer(initializer_range)
+        self.intermediate = keras.layers.Dense(
+            intermediate_size, kernel_initializer=init, dtype=policy,
+            name="intermediate",
+        )
+        self.output_dense = keras.layers.Dense(
+            hidden_size, kernel_initializer=init, dtype=policy, name="output_dense"
+        )
+        self.dropout = keras.layers.Dropout(
+            hidden_dropout_prob, dtype=policy, name="dropout"
+        )
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype=policy, name="LayerNorm"
+        )
+
+    def build(self, input_shape=None):
+        if self.built:
+            return
+        shape = (None, None, self.hidden_size)
+        self.intermediate.build(shape)
+        self.output_dense.build((None, None, self.intermediate_size))
+        self.layer_norm.build(shape)
+
+    def call(self, hidden_states, training=None):
+        output = self.output_dense(self._activation(self.intermediate(hidden_states)))
+        output = self.dropout(output, training=training)
+        return self.layer_norm(output + hidden_states)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            hidden_size=self.hidden_size,
+            intermediate_size=self.intermediate_size,
+            hidden_act=self.hidden_act,
+            hidden_dropout_prob=self.hidden_dropout_prob,
+            initializer_range=self.initializer_range,
+            layer_norm_epsilon=self.layer_norm_epsilon,
+        )
+        return config
+
+
+@keras.saving.register_keras_serializable(package=_PACKAGE)
 class TransformerBlock(keras.layers.Layer):
     """One post-LayerNorm Transformer encoder block, as in BERT.
 
-        a = LayerNorm(x + Dropout(Attention(x, mask)))
-        y = LayerNorm(a + Dropout(Dense_out(act(Dense_in(a)))))
+        a = LayerNorm(x + Dropout(Attention(x, mask)))      AttentionSublayer
+        y = LayerNorm(a + Dropout(Dense_out(act(Dense_in(a)))))  FeedForwardSublayer
 
     Sub-layers (Google name under bert/encoder/layer_N/ in brackets):
-        `attention` (`MultiHeadSelfAttention`: attention/self/*,
-        attention/output/dense), `attention_layer_norm`
-        (attention/output/LayerNorm), `intermediate` (intermediate/dense),
-        `output_dense` (output/dense), `output_layer_norm` (output/LayerNorm).
+        `attention_sublayer.attention` (`MultiHeadSelfAttention`:
+        attention/self/*, attention/output/dense),
+        `attention_sublayer.layer_norm` (attention/output/LayerNorm),
+        `ffn_sublayer.intermediate` (intermediate/dense),
+        `ffn_sublayer.output_dense` (output/dense),
+        `ffn_sublayer.layer_norm` (output/LayerNorm).
 
     `hidden_act` is an activation name (see `get_activation`), so that the
     block's config stays serialisable.
@@ -425,68 +580,46 @@ class TransformerBlock(keras.layers.Layer):
         self.attention_probs_dropout_prob = attention_probs_dropout_prob
         self.initializer_range = initializer_range
         self.layer_norm_epsilon = layer_norm_epsilon
-        self._activation = get_activation(hidden_act)
-
-        policy = self.dtype_policy
-        init = truncated_normal_initializer(initializer_range)
-        self.attention = MultiHeadSelfAttention(
-            hidden_size,
-            num_attention_heads,
-            attention_probs_dropout_prob=attention_probs_dropout_prob,
+        common = dict(
+            hidden_size=hidden_size,
+            hidden_dropout_prob=hidden_dropout_prob,
             initializer_range=initializer_range,
-            dtype=policy,
-            name="attention",
+            layer_norm_epsilon=layer_norm_epsilon,
+            dtype=self.dtype_policy,
         )
-        self.attention_dropout = keras.layers.Dropout(
-            hidden_dropout_prob, dtype=policy, name="attention_dropout"
+        self.attention_sublayer = AttentionSublayer(
+            num_attention_heads=num_attention_heads,
+            attention_probs_dropout_prob=attention_probs_dropout_prob,
+            name="attention_sublayer",
+            **common,
         )
-        self.attention_layer_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_epsilon, dtype=policy, name="attention_LayerNorm"
-        )
-        self.intermediate = keras.layers.Dense(
-            intermediate_size, kernel_initializer=init, dtype=policy,
-            name="intermediate",
-        )
-        self.output_dense = keras.layers.Dense(
-            hidden_size, kernel_initializer=init, dtype=policy, name="output_dense"
-        )
-        self.output_dropout = keras.layers.Dropout(
-            hidden_dropout_prob, dtype=policy, name="output_dropout"
-        )
-        self.output_layer_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_epsilon, dtype=policy, name="output_LayerNorm"
+        self.ffn_sublayer = FeedForwardSublayer(
+            intermediate_size=intermediate_size,
+            hidden_act=hidden_act,
+            name="ffn_sublayer",
+            **common,
         )
 
     def build(self, input_shape=None):
         if self.built:
             return
         hidden_shape = (None, None, self.hidden_size)
-        self.attention.build(hidden_shape)
-        self.attention_layer_norm.build(hidden_shape)
-        self.intermediate.build(hidden_shape)
-        self.output_dense.build((None, None, self.intermediate_size))
-        self.output_layer_norm.build(hidden_shape)
+        self.attention_sublayer.build(hidden_shape)
+        self.ffn_sublayer.build(hidden_shape)
 
     def call(
         self, hidden_states, attention_mask=None, attention_bias=None, training=None
     ):
-        attention_output, probs = self.attention(
+        hidden, probs = self.attention_sublayer(
             hidden_states,
             attention_mask=attention_mask,
             attention_bias=attention_bias,
             training=training,
         )
-        attention_output = self.attention_dropout(attention_output, training=training)
-        attention_output = self.attention_layer_norm(attention_output + hidden_states)
-
-        intermediate = self._activation(self.intermediate(attention_output))
-        layer_output = self.output_dense(intermediate)
-        layer_output = self.output_dropout(layer_output, training=training)
-        layer_output = self.output_layer_norm(layer_output + attention_output)
-        return layer_output, probs
+        return self.ffn_sublayer(hidden, training=training), probs
 
     def compute_output_shape(self, input_shape):
-        return self.attention.compute_output_shape(input_shape)
+        return self.attention_sublayer.attention.compute_output_shape(input_shape)
 
     def get_config(self):
         config = super().get_config()

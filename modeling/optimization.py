@@ -12,7 +12,7 @@ What is here, and how it matches google-research/bert's `optimization.py`:
   `w -= lr * (m / (sqrt(v) + eps) + wd * w)`, skipped for variables whose
   path matches one of `exclude_from_weight_decay` (default "LayerNorm",
   "layer_norm", "bias"; matched with `re.search` on `variable.path`, e.g.
-  `bert_encoder/layer_0/attention_LayerNorm/gamma`).
+  `bert_encoder/layer_0/attention_sublayer/LayerNorm/gamma`).
 * `Lamb`: layer-wise adaptive moments (You et al. 2019) with bias-corrected
   moments, the same decay and exclusions, and trust ratio `||w|| / ||u||`
   (1 when either norm is 0); excluded variables get neither decay nor the

@@ -116,16 +116,16 @@ def numpy_bert(model, input_ids, input_mask, segment_ids):
 
     layers, probs_all = [], []
     for block in model.transformer_layers:
-        att = block.attention
+        att = block.attention_sublayer.attention
         q, k, v = split(dense(att.query, x)), split(dense(att.key, x)), split(dense(att.value, x))
         scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(size) + adder
         probs = np_softmax(scores)
         context = (probs @ v).transpose(0, 2, 1, 3).reshape(batch, seq, heads * size)
-        ln = block.attention_layer_norm
+        ln = block.attention_sublayer.layer_norm
         a = np_layer_norm(dense(att.output_dense, context) + x, get(ln.gamma), get(ln.beta))
-        inter = np_gelu(dense(block.intermediate, a))
-        ln = block.output_layer_norm
-        x = np_layer_norm(dense(block.output_dense, inter) + a, get(ln.gamma), get(ln.beta))
+        inter = np_gelu(dense(block.ffn_sublayer.intermediate, a))
+        ln = block.ffn_sublayer.layer_norm
+        x = np_layer_norm(dense(block.ffn_sublayer.output_dense, inter) + a, get(ln.gamma), get(ln.beta))
         layers.append(x)
         probs_all.append(probs)
     pooled = np.tanh(dense(model.pooler, x[:, 0]))
@@ -344,15 +344,15 @@ def test_weights_reachable_at_documented_paths(encoder):
     }
     assert len(encoder.transformer_layers) == LAYERS
     for block in encoder.transformer_layers:
-        att = block.attention
+        att = block.attention_sublayer.attention
         for dense in (att.query, att.key, att.value, att.output_dense):
             assert tuple(dense.kernel.shape) == (HIDDEN, HIDDEN)
             expected |= {id(dense.kernel), id(dense.bias)}
-        assert tuple(block.intermediate.kernel.shape) == (HIDDEN, INTERMEDIATE)
-        assert tuple(block.output_dense.kernel.shape) == (INTERMEDIATE, HIDDEN)
-        for layer in (block.intermediate, block.output_dense):
+        assert tuple(block.ffn_sublayer.intermediate.kernel.shape) == (HIDDEN, INTERMEDIATE)
+        assert tuple(block.ffn_sublayer.output_dense.kernel.shape) == (INTERMEDIATE, HIDDEN)
+        for layer in (block.ffn_sublayer.intermediate, block.ffn_sublayer.output_dense):
             expected |= {id(layer.kernel), id(layer.bias)}
-        for ln in (block.attention_layer_norm, block.output_layer_norm):
+        for ln in (block.attention_sublayer.layer_norm, block.ffn_sublayer.layer_norm):
             expected |= {id(ln.gamma), id(ln.beta)}
     # The documented attributes cover every weight exactly once.
     assert expected == {id(w) for w in encoder.weights}

@@ -299,7 +299,7 @@ def test_tf1_checkpoint_into_bare_encoder_skips_heads(tmp_path):
     assert skipped["cls/predictions/output_bias"] == "head not in the model"
     assert skipped["cls/seq_relationship/output_weights"] == "head not in the model"
     np.testing.assert_array_equal(
-        _np(encoder.transformer_layers[1].intermediate.kernel),
+        _np(encoder.transformer_layers[1].ffn_sublayer.intermediate.kernel),
         weights["bert/encoder/layer_1/intermediate/dense/kernel"])
 
 
@@ -324,7 +324,7 @@ def test_google_export_reimport_is_exact_with_google_names(tmp_path):
         np.transpose(_np(source.get_objective("next_sentence").head.dense.kernel)))
     np.testing.assert_array_equal(
         reader.get_tensor("bert/encoder/layer_0/output/dense/kernel"),
-        _np(source.encoder.transformer_layers[0].output_dense.kernel))
+        _np(source.encoder.transformer_layers[0].ffn_sublayer.output_dense.kernel))
     # Atomic write: only the final files remain.
     assert sorted(os.listdir(tmp_path / "export")) == [
         "bert_model.ckpt.data-00000-of-00001", "bert_model.ckpt.index"]
@@ -458,17 +458,17 @@ def hf_state_dict(model, prefix="bert.", old_layernorm_names=False, heads=True):
     }
     for n, block in enumerate(enc.transformer_layers):
         p = prefix + "encoder.layer.%d." % n
-        linears = {"attention.self.query": block.attention.query,
-                   "attention.self.key": block.attention.key,
-                   "attention.self.value": block.attention.value,
-                   "attention.output.dense": block.attention.output_dense,
-                   "intermediate.dense": block.intermediate,
-                   "output.dense": block.output_dense}
+        linears = {"attention.self.query": block.attention_sublayer.attention.query,
+                   "attention.self.key": block.attention_sublayer.attention.key,
+                   "attention.self.value": block.attention_sublayer.attention.value,
+                   "attention.output.dense": block.attention_sublayer.attention.output_dense,
+                   "intermediate.dense": block.ffn_sublayer.intermediate,
+                   "output.dense": block.ffn_sublayer.output_dense}
         for name, layer in linears.items():
             sd[p + name + ".weight"] = np_(layer.kernel).T
             sd[p + name + ".bias"] = np_(layer.bias)
-        for name, layer in (("attention.output.LayerNorm", block.attention_layer_norm),
-                            ("output.LayerNorm", block.output_layer_norm)):
+        for name, layer in (("attention.output.LayerNorm", block.attention_sublayer.layer_norm),
+                            ("output.LayerNorm", block.ffn_sublayer.layer_norm)):
             sd[p + name + "." + ln_w] = np_(layer.gamma)
             sd[p + name + "." + ln_b] = np_(layer.beta)
     if heads:
@@ -719,7 +719,7 @@ def test_object_based_checkpoint_mismatch_is_reported(trainer_checkpoint):
     deeper = BertEncoder.from_config_object(_config(layers=3))
     with pytest.raises(CheckpointMismatchError) as info:
         checkpoints.init_from_checkpoint(deeper, model_dir)
-    assert ("bert_encoder/layer_2/output_dense/bias", (H,)) in info.value.missing
+    assert ("bert_encoder/layer_2/ffn_sublayer/output_dense/bias", (H,)) in info.value.missing
 
 
 # ------------------------------------------------------------ load_bert_config
