@@ -233,11 +233,14 @@ def main(_):
             baseline_eval = input_fn(eval_files, False, FLAGS.eval_batch_size)(None)
         else:
             baseline_train, baseline_eval = train_files, eval_files
-        baseline, baseline_id = baselines.unigram_masked_lm_baseline(
+        unigram = baselines.unigram_masked_lm_statistics(
             baseline_train, baseline_eval, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq,
+            vocab_size=bert_config.vocab_size,
             max_train_records=100000 if not dynamic else 20000,
             max_eval_records=FLAGS.max_eval_steps * FLAGS.eval_batch_size)
+        baseline, baseline_id = unigram.accuracy, unigram.token_id
         results["unigram_baseline_masked_lm_accuracy"] = baseline
+        results["unigram_baseline_masked_lm_loss"] = unigram.cross_entropy
         if trainer.is_chief:
             trainer_lib.write_eval_results(results, os.path.join(output_dir, "eval_results.txt"))
         print("***** Eval results *****")
@@ -247,6 +250,8 @@ def main(_):
         print("masked LM accuracy %.3f vs unigram baseline %.3f (always predicting id %d): "
               "%s by %.3f" % (results["masked_lm_accuracy"], baseline, baseline_id,
                               "better" if better > 0 else "NOT better", abs(better)))
+        print("masked LM loss %.3f vs unigram baseline loss %.3f" % (
+            results["masked_lm_loss"], unigram.cross_entropy))
     print("Checkpoints:  %s" % os.path.abspath(output_dir))
     print("TensorBoard:  tensorboard --logdir %s" % os.path.abspath(output_dir))
 

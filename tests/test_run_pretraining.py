@@ -1,5 +1,6 @@
 """run/run_pretraining.py end to end: demo mode, eval_results.txt, kill and resume."""
 
+import math
 import os
 import signal
 import subprocess
@@ -58,9 +59,13 @@ def test_killed_run_resumes_from_its_last_checkpoint(tmp_path):
     results = _read_results(os.path.join(out, "eval_results.txt"))
     assert results["global_step"] == last + 10
     for key in ("loss", "masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy",
-                "next_sentence_loss", "unigram_baseline_masked_lm_accuracy"):
+                "next_sentence_loss", "unigram_baseline_masked_lm_accuracy",
+                "unigram_baseline_masked_lm_loss"):
         assert key in results
     assert 0.0 < results["unigram_baseline_masked_lm_accuracy"] < 0.2
+    # Between a perfect model (0) and a uniform guess over the vocabulary.
+    vocab_size = sum(1 for _ in open(os.path.join(REPO_ROOT, "data", "sample", "vocab.txt")))
+    assert 3.0 < results["unigram_baseline_masked_lm_loss"] < math.log(vocab_size)
     assert os.path.exists(os.path.join(out, "bert_config.json"))
     assert "TensorBoard:" in output and "eval" in os.listdir(out) and "train" in os.listdir(out)
 
