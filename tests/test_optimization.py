@@ -108,12 +108,12 @@ def test_weight_decay_on_a_bert_encoder_hits_exactly_the_right_variables():
         "bert_encoder/embeddings/word_embeddings",
         "bert_encoder/embeddings/position_embeddings",
         "bert_encoder/embeddings/token_type_embeddings",
-        "bert_encoder/layer_0/attention/query/kernel",
-        "bert_encoder/layer_0/attention/key/kernel",
-        "bert_encoder/layer_0/attention/value/kernel",
-        "bert_encoder/layer_0/attention/output_dense/kernel",
-        "bert_encoder/layer_0/intermediate/kernel",
-        "bert_encoder/layer_0/output_dense/kernel",
+        "bert_encoder/layer_0/attention_sublayer/attention/query/kernel",
+        "bert_encoder/layer_0/attention_sublayer/attention/key/kernel",
+        "bert_encoder/layer_0/attention_sublayer/attention/value/kernel",
+        "bert_encoder/layer_0/attention_sublayer/attention/output_dense/kernel",
+        "bert_encoder/layer_0/ffn_sublayer/intermediate/kernel",
+        "bert_encoder/layer_0/ffn_sublayer/output_dense/kernel",
         "bert_encoder/pooler/kernel",
     ])
 
@@ -319,6 +319,41 @@ def test_lamb_reduces_a_simple_loss_and_uses_the_trust_ratio():
 # ------------------------------------------------------------- config etc.
 
 
+@pytest.mark.parametrize("optimizer_type", ["adamw", "lamb"])
+def test_xla_fused_update_equals_the_op_by_op_update(optimizer_type):
+    # Variables with and without decay (kernel / bias / LayerNorm), several
+    # steps, so that moments, decay, trust ratios and the schedule all count.
+    keras.utils.set_random_seed(4)
+    encoder = BertEncoder(
+        vocab_size=30, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=24, max_position_embeddings=8, type_vocab_size=2,
+    )
+    initial = [w.numpy() for w in encoder.trainable_variables]
+    rng = np.random.RandomState(0)
+    grads = [[rng.normal(size=w.shape).astype("float32") for w in initial] for _ in range(3)]
+    results = {}
+    for jit in (True, False):
+        for w, value in zip(encoder.trainable_variables, initial):
+            w.assign(value)
+        optimizer = create_optimizer(1e-2, 10, 2, optimizer_type=optimizer_type)
+        optimizer.jit_update = jit
+        optimizer.build(encoder.trainable_variables)
+
+        # In a tf.function, as the trainer runs it: there a nested function
+        # given variables would bind the first call's ones (many variables
+        # share a shape here).
+        @tf.function
+        def step(step_grads, optimizer=optimizer):
+            optimizer.apply_gradients(zip(step_grads, encoder.trainable_variables))
+
+        for step_grads in grads:
+            step([tf.constant(g) for g in step_grads])
+        results[jit] = [w.numpy() for w in encoder.trainable_variables]
+    for fused, plain, before in zip(results[True], results[False], initial):
+        assert not np.allclose(fused, before)
+        np.testing.assert_allclose(fused, plain, rtol=1e-6, atol=1e-7)
+
+
 def test_optimizer_config_round_trip_and_argument_checks():
     optimizer = create_optimizer(3e-4, 1000, 100, optimizer_type="adamw",
                                  gradient_accumulation_steps=4)
@@ -328,6 +363,7 @@ def test_optimizer_config_round_trip_and_argument_checks():
     assert config["gradient_accumulation_steps"] == 4
     assert config["exclude_from_weight_decay"] == ["LayerNorm", "layer_norm", "bias"]
     assert (config["beta_1"], config["beta_2"], config["epsilon"]) == (0.9, 0.999, 1e-6)
+    assert config["jit_update"] is True
     clone = AdamWeightDecay.from_config(config)
     assert clone.get_config() == config
     assert isinstance(clone._learning_rate, LinearWarmupLinearDecay)
