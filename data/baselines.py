@@ -65,7 +65,7 @@ def unigram_masked_lm_statistics(train_patterns, eval_patterns, max_seq_length,
     if not counts:
         raise ValueError("No masked LM targets found in %s" % train_patterns)
     if vocab_size is not None and max(counts) >= vocab_size:
-        raise ValueError("masked_lm_ids hold id %d, outside the vocabulary of %d tokens"
+        raise ValueError("training masked_lm_ids hold id %d, outside the vocabulary of %d tokens"
                          % (max(counts), vocab_size))
     token_id, _ = counts.most_common(1)[0]
     denominator = sum(counts.values()) + (vocab_size or 0)
@@ -76,6 +76,10 @@ def unigram_masked_lm_statistics(train_patterns, eval_patterns, max_seq_length,
         hits += int((targets == token_id).sum())
         total += len(targets)
         if vocab_size is not None:
+            if len(targets) and targets.max() >= vocab_size:
+                raise ValueError(
+                    "evaluation masked_lm_ids hold id %d, outside the vocabulary of %d tokens"
+                    % (targets.max(), vocab_size))
             nll -= sum(math.log((counts.get(t, 0) + 1) / denominator) for t in targets.tolist())
     accuracy = hits / total if total else 0.0
     cross_entropy = nll / total if (vocab_size is not None and total) else None

@@ -149,7 +149,8 @@ NameEntry.__doc__ = """One weight under its Google and Hugging Face names.
 
     google_name: name in google-research/bert checkpoints (`{layer}` = block).
     getter: attribute path from a root (`encoder`, `mlm`, `nsp`) to the
-        Keras variable, e.g. `encoder.transformer_layers[{layer}].intermediate.kernel`.
+        Keras variable, e.g.
+        `encoder.transformer_layers[{layer}].ffn_sublayer.intermediate.kernel`.
     transform: Google array -> Keras variable (`AS_IS` or `TRANSPOSED`).
     hf_name: name in HF BERT state dicts (without the `bert.` prefix).
     hf_transform: HF array -> Keras variable.
@@ -857,6 +858,31 @@ _GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 _EMBEDDING_SUFFIX = "embeddings/word_embeddings"
 
 
+# Block variable paths of checkpoints written before TransformerBlock was
+# split into an attention and a feed-forward sublayer.
+_LEGACY_BLOCK_PATHS = (
+    ("attention/", "attention_sublayer/attention/"),
+    ("attention_LayerNorm/", "attention_sublayer/LayerNorm/"),
+    ("intermediate/", "ffn_sublayer/intermediate/"),
+    ("output_dense/", "ffn_sublayer/output_dense/"),
+    ("output_LayerNorm/", "ffn_sublayer/LayerNorm/"),
+)
+_LEGACY_BLOCK_RE = re.compile(
+    r"(^|/)(layer_\d+)/(%s)" % "|".join(re.escape(old) for old, _ in _LEGACY_BLOCK_PATHS))
+
+
+def legacy_block_path(path):
+    """A variable path of an older checkpoint, in today's block layout.
+
+    `bert_encoder/layer_3/attention_LayerNorm/gamma` becomes
+    `bert_encoder/layer_3/attention_sublayer/LayerNorm/gamma`; current paths
+    are returned unchanged.
+    """
+    renames = dict(_LEGACY_BLOCK_PATHS)
+    return _LEGACY_BLOCK_RE.sub(
+        lambda m: m.group(1) + m.group(2) + "/" + renames[m.group(3)], path, count=1)
+
+
 class _ObjectGraph:
     """The trackable object graph of an object-based (TF2) checkpoint.
 
@@ -866,7 +892,7 @@ class _ObjectGraph:
     `objectives`) are not tracked. The trainer's checkpoints still hold
     every model variable, reached through the optimizer's
     `_trainable_variables` list, with its Keras path (`bert_encoder/
-    layer_3/attention/query/kernel`) as the variable's `full_name`. So
+    layer_3/attention_sublayer/attention/query/kernel`) as the variable's `full_name`. So
     variables are matched here by path, relative to the encoder's own name,
     which also lets the encoder of one model load into another.
     """
@@ -979,7 +1005,8 @@ def _load_object_based(model, prefix, allow_missing_heads=False):
             # Dropout RNG state: not a weight, and not in `model.weights`.
             report.skipped.append((full_name, "RNG state"))
             continue
-        available[key_of(full_name, ckpt_prefix)] = (full_name, checkpoint_key)
+        available[key_of(legacy_block_path(full_name), ckpt_prefix)] = (
+            full_name, checkpoint_key)
 
     wanted = {}
     variables = list(encoder.weights)

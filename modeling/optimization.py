@@ -345,9 +345,9 @@ class _BertOptimizer(keras.optimizers.Optimizer):
         """Returns (gradients clipped by global norm, their norm before)."""
         norm = tf.linalg.global_norm(grads)
         if self.clip_norm is None:
-            return grads, norm
+            return grads, tf.cast(norm, "float32")
         clipped, _ = tf.clip_by_global_norm(grads, self.clip_norm, use_norm=norm)
-        return clipped, norm
+        return clipped, tf.cast(norm, "float32")
 
     def _accumulator_for(self, variable):
         return self._accumulators[self._get_variable_index(variable)]
@@ -444,7 +444,9 @@ def _tf_variable(variable):
 
 
 def _adam_moments(m, v, gradient, beta_1, one_minus_beta_1, beta_2, one_minus_beta_2):
-    gradient = tf.cast(gradient, m.dtype)
+    gradient, beta_1, one_minus_beta_1, beta_2, one_minus_beta_2 = (
+        tf.cast(x, m.dtype)
+        for x in (gradient, beta_1, one_minus_beta_1, beta_2, one_minus_beta_2))
     new_m = beta_1 * m + one_minus_beta_1 * gradient
     new_v = beta_2 * v + one_minus_beta_2 * tf.square(gradient)
     return new_m, new_v
@@ -454,14 +456,19 @@ def _adamw_math(variable, m, v, gradient, learning_rate, beta_1, one_minus_beta_
                 beta_2, one_minus_beta_2, epsilon, weight_decay_rate):
     new_m, new_v = _adam_moments(m, v, gradient, beta_1, one_minus_beta_1, beta_2,
                                  one_minus_beta_2)
+    epsilon, weight_decay_rate, learning_rate = (
+        tf.cast(x, variable.dtype) for x in (epsilon, weight_decay_rate, learning_rate))
     update = new_m / (tf.sqrt(new_v) + epsilon) + weight_decay_rate * variable
-    return variable - tf.cast(learning_rate, variable.dtype) * update, new_m, new_v
+    return variable - learning_rate * update, new_m, new_v
 
 
 def _lamb_math(variable, m, v, gradient, learning_rate, t, beta_1, one_minus_beta_1,
                beta_2, one_minus_beta_2, epsilon, weight_decay_rate, adapt):
     new_m, new_v = _adam_moments(m, v, gradient, beta_1, one_minus_beta_1, beta_2,
                                  one_minus_beta_2)
+    beta_1, beta_2, t, epsilon, weight_decay_rate, learning_rate = (
+        tf.cast(x, variable.dtype)
+        for x in (beta_1, beta_2, t, epsilon, weight_decay_rate, learning_rate))
     m_hat = new_m / (1.0 - tf.pow(beta_1, t))
     v_hat = new_v / (1.0 - tf.pow(beta_2, t))
     update = m_hat / (tf.sqrt(v_hat) + epsilon) + weight_decay_rate * variable
@@ -474,7 +481,7 @@ def _lamb_math(variable, m, v, gradient, learning_rate, t, beta_1, one_minus_bet
             tf.ones_like(w_norm),
         )
         update = ratio * update
-    return variable - tf.cast(learning_rate, variable.dtype) * update, new_m, new_v
+    return variable - learning_rate * update, new_m, new_v
 
 
 def _on_handles(math_fn):
@@ -492,6 +499,13 @@ def _on_handles(math_fn):
             tf.raw_ops.AssignVariableOp(resource=handle, value=value)
 
     return tf.function(run, jit_compile=True)
+
+
+# Module-level, so that optimizers hold no tf.function (which would become a
+# node of their checkpoints); handles are arguments, so sharing is safe.
+_ADAMW_ON_HANDLES = _on_handles(_adamw_math)
+_LAMB_MATH = {adapt: functools.partial(_lamb_math, adapt=adapt) for adapt in (True, False)}
+_LAMB_ON_HANDLES = {adapt: _on_handles(fn) for adapt, fn in _LAMB_MATH.items()}
 
 
 def _plain_resource_variable(variable):
@@ -562,7 +576,6 @@ class AdamWeightDecay(_BertOptimizer):
         super().build(variables)
         self._m = self.add_optimizer_variables(variables, "adam_m")
         self._v = self.add_optimizer_variables(variables, "adam_v")
-        self._compiled_update = _on_handles(_adamw_math)
 
     def _slots(self, index):
         return self._m[index], self._v[index]
@@ -577,7 +590,7 @@ class AdamWeightDecay(_BertOptimizer):
                  tf.constant(self._decay_rate(index), "float32"))
 
         def update(variable, m, v, gradient, learning_rate):
-            self._update_in_place(_adamw_math, self._compiled_update, (variable, m, v),
+            self._update_in_place(_adamw_math, _ADAMW_ON_HANDLES, (variable, m, v),
                                   gradient, learning_rate, *hyper)
 
         return update
@@ -633,10 +646,7 @@ class Lamb(_BertOptimizer):
         super().build(variables)
         self._m = self.add_optimizer_variables(variables, "lamb_m")
         self._v = self.add_optimizer_variables(variables, "lamb_v")
-        self._lamb_math = {
-            adapt: functools.partial(_lamb_math, adapt=adapt) for adapt in (True, False)}
-        self._compiled_update = {
-            adapt: _on_handles(fn) for adapt, fn in self._lamb_math.items()}
+
         # Whether each variable is "adapted" (decay + trust ratio): unlike
         # `_decay_flags` this does not depend on weight_decay_rate.
         self._adapt_flags = [
@@ -659,7 +669,7 @@ class Lamb(_BertOptimizer):
         def update(variable, m, v, gradient, learning_rate):
             # `iterations` counts completed updates; this is update number t.
             t = tf.cast(self._iterations + 1, "float32")
-            self._update_in_place(self._lamb_math[adapt], self._compiled_update[adapt],
+            self._update_in_place(_LAMB_MATH[adapt], _LAMB_ON_HANDLES[adapt],
                                   (variable, m, v), gradient, learning_rate, t, *hyper)
 
         return update
@@ -685,6 +695,7 @@ def create_optimizer(
     beta_1=0.9,
     beta_2=0.999,
     epsilon=1e-6,
+    jit_update=True,
 ):
     """Google's `create_optimizer` for Keras 3: schedule + optimizer.
 
@@ -697,7 +708,8 @@ def create_optimizer(
         weight_decay_rate: decoupled weight decay (Google: 0.01).
         clip_norm: global-norm clipping threshold (Google: 1.0); None = off.
         gradient_accumulation_steps: micro-batches per update.
-        exclude_from_weight_decay, beta_1, beta_2, epsilon: see the classes.
+        exclude_from_weight_decay, beta_1, beta_2, epsilon, jit_update: see
+            the classes and the module docstring.
 
     Returns:
         An `AdamWeightDecay` or `Lamb` whose learning rate is a
@@ -719,4 +731,5 @@ def create_optimizer(
         exclude_from_weight_decay=exclude_from_weight_decay,
         clip_norm=clip_norm,
         gradient_accumulation_steps=gradient_accumulation_steps,
+        jit_update=jit_update,
     )

@@ -127,6 +127,9 @@ flags.DEFINE_string("tpu", None, "TPU name or address (with --distribution_strat
 flags.DEFINE_integer("num_gpus", None, "GPUs to use (default: all visible).")
 flags.DEFINE_string("all_reduce_alg", None, "nccl, ring or hierarchical_copy.")
 flags.DEFINE_bool("use_xla", False, "Compile the forward/backward pass with XLA.")
+flags.DEFINE_bool("xla_optimizer_update", True,
+                  "Run each variable's optimizer update as one XLA computation (same "
+                  "arithmetic, faster); --noxla_optimizer_update where XLA is unavailable.")
 flags.DEFINE_enum("mixed_precision", None, ["bfloat16", "float16"],
                   "Compute in half precision (float16 uses dynamic loss scaling).")
 flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints to keep.")
@@ -320,7 +323,8 @@ def main(_):
     trainer = trainer_lib.Trainer(
         strategy, model_fn=model_fn,
         optimizer_fn=lambda: optimization.create_optimizer(
-            FLAGS.learning_rate, max(1, num_train_steps), num_warmup_steps),
+            FLAGS.learning_rate, max(1, num_train_steps), num_warmup_steps,
+            jit_update=FLAGS.xla_optimizer_update),
         model_dir=output_dir, train_batch_size=FLAGS.train_batch_size,
         num_train_steps=num_train_steps, save_checkpoints_steps=FLAGS.save_checkpoints_steps,
         keep_checkpoint_max=FLAGS.keep_checkpoint_max, log_steps=FLAGS.log_steps,

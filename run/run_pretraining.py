@@ -74,6 +74,9 @@ flags.DEFINE_string("tpu", None, "TPU name or address (with --distribution_strat
 flags.DEFINE_integer("num_gpus", None, "GPUs to use (default: all visible).")
 flags.DEFINE_string("all_reduce_alg", None, "nccl, ring or hierarchical_copy.")
 flags.DEFINE_bool("use_xla", False, "Compile the forward/backward pass with XLA.")
+flags.DEFINE_bool("xla_optimizer_update", True,
+                  "Run each variable's optimizer update as one XLA computation (same "
+                  "arithmetic, faster); --noxla_optimizer_update where XLA is unavailable.")
 flags.DEFINE_enum("mixed_precision", None, ["bfloat16", "float16"],
                   "Compute in half precision (float16 uses dynamic loss scaling).")
 flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer.")
@@ -200,7 +203,8 @@ def main(_):
         optimizer_fn=lambda: optimization.create_optimizer(
             FLAGS.learning_rate, FLAGS.num_train_steps, FLAGS.num_warmup_steps,
             optimizer_type=FLAGS.optimizer,
-            gradient_accumulation_steps=FLAGS.gradient_accumulation_steps),
+            gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
+            jit_update=FLAGS.xla_optimizer_update),
         model_dir=output_dir, train_batch_size=FLAGS.train_batch_size,
         num_train_steps=FLAGS.num_train_steps,
         save_checkpoints_steps=FLAGS.save_checkpoints_steps,
@@ -240,7 +244,8 @@ def main(_):
             max_eval_records=FLAGS.max_eval_steps * FLAGS.eval_batch_size)
         baseline, baseline_id = unigram.accuracy, unigram.token_id
         results["unigram_baseline_masked_lm_accuracy"] = baseline
-        results["unigram_baseline_masked_lm_loss"] = unigram.cross_entropy
+        if unigram.cross_entropy is not None:
+            results["unigram_baseline_masked_lm_loss"] = unigram.cross_entropy
         if trainer.is_chief:
             trainer_lib.write_eval_results(results, os.path.join(output_dir, "eval_results.txt"))
         print("***** Eval results *****")
@@ -250,8 +255,9 @@ def main(_):
         print("masked LM accuracy %.3f vs unigram baseline %.3f (always predicting id %d): "
               "%s by %.3f" % (results["masked_lm_accuracy"], baseline, baseline_id,
                               "better" if better > 0 else "NOT better", abs(better)))
-        print("masked LM loss %.3f vs unigram baseline loss %.3f" % (
-            results["masked_lm_loss"], unigram.cross_entropy))
+        if unigram.cross_entropy is not None:
+            print("masked LM loss %.3f vs unigram baseline loss %.3f" % (
+                results["masked_lm_loss"], unigram.cross_entropy))
     print("Checkpoints:  %s" % os.path.abspath(output_dir))
     print("TensorBoard:  tensorboard --logdir %s" % os.path.abspath(output_dir))
 

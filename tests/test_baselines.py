@@ -33,6 +33,9 @@ def test_accuracy_and_cross_entropy_by_hand():
 
 
 def test_ids_outside_the_vocabulary_are_an_error():
-    with pytest.raises(ValueError, match="id 9, outside the vocabulary of 8"):
+    with pytest.raises(ValueError, match="training .* id 9, outside the vocabulary of 8"):
         baselines.unigram_masked_lm_statistics(_batches([[5, 9]]), _batches([[5]]), 8, 4,
+                                               vocab_size=8)
+    with pytest.raises(ValueError, match="evaluation .* id 8, outside the vocabulary of 8"):
+        baselines.unigram_masked_lm_statistics(_batches([[5]]), _batches([[5, 8]]), 8, 4,
                                                vocab_size=8)

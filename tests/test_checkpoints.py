@@ -765,3 +765,27 @@ def test_load_bert_config_reads_hf_config_json(minilm_dir, tmp_path):
             with pytest.raises(BertConfigError, match=error) as info:
                 load_bert_config(str(path))
             assert str(path) in str(info.value)
+
+
+def test_block_paths_of_older_checkpoints_map_to_the_sublayer_layout():
+    old_to_new = {
+        "bert_encoder/layer_3/attention/query/kernel":
+            "bert_encoder/layer_3/attention_sublayer/attention/query/kernel",
+        "bert_encoder/layer_3/attention_LayerNorm/gamma":
+            "bert_encoder/layer_3/attention_sublayer/LayerNorm/gamma",
+        "bert_encoder/layer_11/intermediate/kernel":
+            "bert_encoder/layer_11/ffn_sublayer/intermediate/kernel",
+        "bert_encoder/layer_0/output_dense/bias":
+            "bert_encoder/layer_0/ffn_sublayer/output_dense/bias",
+        "bert_encoder/layer_0/output_LayerNorm/beta":
+            "bert_encoder/layer_0/ffn_sublayer/LayerNorm/beta",
+    }
+    for old, new in old_to_new.items():
+        assert checkpoints.legacy_block_path(old) == new
+    # Today's paths, ALBERT's sublayers and the heads stay as they are.
+    encoder = BertEncoder(vocab_size=20, hidden_size=16, num_hidden_layers=2,
+                          num_attention_heads=2, intermediate_size=24,
+                          max_position_embeddings=8, type_vocab_size=2)
+    for path in [w.path for w in encoder.weights] + [
+            "albert_encoder/attention_0/attention/query/kernel", "mlm/transform/kernel"]:
+        assert checkpoints.legacy_block_path(path) == path

@@ -354,6 +354,17 @@ def test_xla_fused_update_equals_the_op_by_op_update(optimizer_type):
         np.testing.assert_allclose(fused, plain, rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("jit", [True, False])
+@pytest.mark.parametrize("optimizer_type", ["adamw", "lamb"])
+def test_half_precision_variables_are_updated_in_their_dtype(optimizer_type, jit):
+    w = keras.Variable(np.array([1.0, -2.0], "float32"), dtype="bfloat16", name="kernel")
+    optimizer = create_optimizer(0.1, 10, 0, optimizer_type=optimizer_type, jit_update=jit)
+    optimizer.apply_gradients([(tf.constant([0.5, -1.0], "bfloat16"), w)])
+    assert w.dtype == "bfloat16"
+    moved = np.abs(np.asarray(w.numpy(), "float32") - [1.0, -2.0])
+    assert np.all(moved > 0.01) and np.all(moved < 1.0)
+
+
 def test_optimizer_config_round_trip_and_argument_checks():
     optimizer = create_optimizer(3e-4, 1000, 100, optimizer_type="adamw",
                                  gradient_accumulation_steps=4)
@@ -493,7 +504,8 @@ def test_mirrored_strategy_matches_single_device():
     assert "optimizer.build" in results["unbuilt_error"]
 
 
-def test_checkpoint_resumes_mid_accumulation(tmp_path):
+@pytest.mark.parametrize("optimizer_type", ["adamw", "lamb"])
+def test_checkpoint_resumes_mid_accumulation(tmp_path, optimizer_type):
     """Slots, accumulators and both counters are saved and restored."""
     x, y = _regression_problem(2)
 
@@ -501,7 +513,8 @@ def test_checkpoint_resumes_mid_accumulation(tmp_path):
         layer = keras.layers.Dense(2, name="dense")
         layer.build((None, 4))
         layer.kernel.assign(np.full((4, 2), 0.3, "float32"))
-        optimizer = create_optimizer(0.1, 100, 0, gradient_accumulation_steps=2)
+        optimizer = create_optimizer(0.1, 100, 0, gradient_accumulation_steps=2,
+                                     optimizer_type=optimizer_type)
         optimizer.build(layer.trainable_variables)
         return layer, optimizer
 
