@@ -67,7 +67,7 @@ __all__ = [
     "CLASSIFICATION", "MULTI_LABEL", "REGRESSION", "TASK_TYPES",
     "DataError", "ProcessorError", "Row", "Record",
     "InputExample", "IdsInputExample", "PaddingInputExample", "InputFeatures",
-    "DataProcessor", "XnliProcessor", "MnliProcessor", "MnliMismatchedProcessor",
+    "DataProcessor", "GlueTsvProcessor", "XnliProcessor", "MnliProcessor", "MnliMismatchedProcessor",
     "MrpcProcessor", "ColaProcessor", "Sst2Processor", "QqpProcessor", "StsbProcessor",
     "GenericProcessor", "IdsProcessor",
     "PROCESSORS", "register_processor", "load_processor_class", "get_processor_class",
@@ -421,7 +421,39 @@ class XnliProcessor(DataProcessor):
         return ["contradiction", "entailment", "neutral"]
 
 
-class MnliProcessor(DataProcessor):
+class GlueTsvProcessor(DataProcessor):
+    """A task whose train/dev/test sets are three tsv files in `data_dir`.
+
+    Subclasses name the files (`TRAIN_FILE`, `DEV_FILE`, `TEST_FILE`), the
+    classes (`LABELS`; None for regression) and define
+    `_create_examples(lines, set_type)`, as Google's GLUE processors do.
+    """
+
+    TRAIN_FILE = "train.tsv"
+    DEV_FILE = "dev.tsv"
+    TEST_FILE = "test.tsv"
+    LABELS = ("0", "1")
+
+    def _examples(self, data_dir, filename, set_type):
+        return self._create_examples(self._read_tsv(os.path.join(data_dir, filename)), set_type)
+
+    def get_train_examples(self, data_dir):
+        return self._examples(data_dir, self.TRAIN_FILE, "train")
+
+    def get_dev_examples(self, data_dir):
+        return self._examples(data_dir, self.DEV_FILE, "dev")
+
+    def get_test_examples(self, data_dir):
+        return self._examples(data_dir, self.TEST_FILE, "test")
+
+    def get_labels(self):
+        return None if self.LABELS is None else list(self.LABELS)
+
+    def _create_examples(self, lines, set_type):
+        raise NotImplementedError("%s must define _create_examples()" % type(self).__name__)
+
+
+class MnliProcessor(GlueTsvProcessor):
     """MultiNLI (GLUE): train.tsv, dev_matched.tsv, test_matched.tsv.
 
     Header line; column 0 is the pair id (the guid), 8 sentence1,
@@ -433,18 +465,7 @@ class MnliProcessor(DataProcessor):
               "label1, ..., gold_label (last)")
     DEV_FILE = "dev_matched.tsv"
     TEST_FILE = "test_matched.tsv"
-
-    def get_train_examples(self, data_dir):
-        return self._create_examples(self._read_tsv(os.path.join(data_dir, "train.tsv")), "train")
-
-    def get_dev_examples(self, data_dir):
-        return self._create_examples(self._read_tsv(os.path.join(data_dir, self.DEV_FILE)), "dev")
-
-    def get_test_examples(self, data_dir):
-        return self._create_examples(self._read_tsv(os.path.join(data_dir, self.TEST_FILE)), "test")
-
-    def get_labels(self):
-        return ["contradiction", "entailment", "neutral"]
+    LABELS = ("contradiction", "entailment", "neutral")
 
     def _create_examples(self, lines, set_type):
         examples = []
@@ -470,7 +491,7 @@ class MnliMismatchedProcessor(MnliProcessor):
     TEST_FILE = "test_mismatched.tsv"
 
 
-class MrpcProcessor(DataProcessor):
+class MrpcProcessor(GlueTsvProcessor):
     """MRPC (GLUE): train.tsv, dev.tsv, test.tsv with a header.
 
     Columns: Quality (the label, "0"/"1"), #1 ID, #2 ID, #1 String,
@@ -480,18 +501,6 @@ class MrpcProcessor(DataProcessor):
 
     LAYOUT = "5 columns: Quality, #1 ID, #2 ID, #1 String, #2 String"
     eval_metrics = ("accuracy", "f1")
-
-    def get_train_examples(self, data_dir):
-        return self._create_examples(self._read_tsv(os.path.join(data_dir, "train.tsv")), "train")
-
-    def get_dev_examples(self, data_dir):
-        return self._create_examples(self._read_tsv(os.path.join(data_dir, "dev.tsv")), "dev")
-
-    def get_test_examples(self, data_dir):
-        return self._create_examples(self._read_tsv(os.path.join(data_dir, "test.tsv")), "test")
-
-    def get_labels(self):
-        return ["0", "1"]
 
     def _create_examples(self, lines, set_type):
         examples = []
@@ -509,7 +518,7 @@ class MrpcProcessor(DataProcessor):
         return examples
 
 
-class ColaProcessor(DataProcessor):
+class ColaProcessor(GlueTsvProcessor):
     """CoLA (GLUE): train.tsv and dev.tsv without a header, test.tsv with one.
 
     Train/dev columns: source, label ("0"/"1"), original mark, sentence.
@@ -519,18 +528,6 @@ class ColaProcessor(DataProcessor):
     LAYOUT = "4 columns: source, label, original judgement, sentence"
     TEST_LAYOUT = "2 columns: index, sentence"
     eval_metrics = ("accuracy", "mcc")
-
-    def get_train_examples(self, data_dir):
-        return self._create_examples(self._read_tsv(os.path.join(data_dir, "train.tsv")), "train")
-
-    def get_dev_examples(self, data_dir):
-        return self._create_examples(self._read_tsv(os.path.join(data_dir, "dev.tsv")), "dev")
-
-    def get_test_examples(self, data_dir):
-        return self._create_examples(self._read_tsv(os.path.join(data_dir, "test.tsv")), "test")
-
-    def get_labels(self):
-        return ["0", "1"]
 
     def _create_examples(self, lines, set_type):
         examples = []
@@ -548,23 +545,11 @@ class ColaProcessor(DataProcessor):
         return examples
 
 
-class Sst2Processor(DataProcessor):
+class Sst2Processor(GlueTsvProcessor):
     """SST-2 (GLUE): header; train/dev columns sentence, label; test index, sentence."""
 
     LAYOUT = "2 columns: sentence, label"
     TEST_LAYOUT = "2 columns: index, sentence"
-
-    def get_train_examples(self, data_dir):
-        return self._create_examples(self._read_tsv(os.path.join(data_dir, "train.tsv")), "train")
-
-    def get_dev_examples(self, data_dir):
-        return self._create_examples(self._read_tsv(os.path.join(data_dir, "dev.tsv")), "dev")
-
-    def get_test_examples(self, data_dir):
-        return self._create_examples(self._read_tsv(os.path.join(data_dir, "test.tsv")), "test")
-
-    def get_labels(self):
-        return ["0", "1"]
 
     def _create_examples(self, lines, set_type):
         examples = []
@@ -583,7 +568,7 @@ class Sst2Processor(DataProcessor):
         return examples
 
 
-class QqpProcessor(DataProcessor):
+class QqpProcessor(GlueTsvProcessor):
     """QQP (GLUE): header; train/dev: id, qid1, qid2, question1, question2,
     is_duplicate; test: id, question1, question2. Reports F1 besides accuracy.
     """
@@ -591,18 +576,6 @@ class QqpProcessor(DataProcessor):
     LAYOUT = "6 columns: id, qid1, qid2, question1, question2, is_duplicate"
     TEST_LAYOUT = "3 columns: id, question1, question2"
     eval_metrics = ("accuracy", "f1")
-
-    def get_train_examples(self, data_dir):
-        return self._create_examples(self._read_tsv(os.path.join(data_dir, "train.tsv")), "train")
-
-    def get_dev_examples(self, data_dir):
-        return self._create_examples(self._read_tsv(os.path.join(data_dir, "dev.tsv")), "dev")
-
-    def get_test_examples(self, data_dir):
-        return self._create_examples(self._read_tsv(os.path.join(data_dir, "test.tsv")), "test")
-
-    def get_labels(self):
-        return ["0", "1"]
 
     def _create_examples(self, lines, set_type):
         examples = []
@@ -622,7 +595,7 @@ class QqpProcessor(DataProcessor):
         return examples
 
 
-class StsbProcessor(DataProcessor):
+class StsbProcessor(GlueTsvProcessor):
     """STS-B (GLUE), a regression task: the label is a similarity score in [0, 5].
 
     Header; columns index, genre, filename, year, old_index, source1,
@@ -636,18 +609,7 @@ class StsbProcessor(DataProcessor):
     TEST_LAYOUT = "9 columns: index, genre, filename, year, old_index, source1, source2, sentence1, sentence2"
     task_type = REGRESSION
     eval_metrics = ("pearson", "spearman")
-
-    def get_train_examples(self, data_dir):
-        return self._create_examples(self._read_tsv(os.path.join(data_dir, "train.tsv")), "train")
-
-    def get_dev_examples(self, data_dir):
-        return self._create_examples(self._read_tsv(os.path.join(data_dir, "dev.tsv")), "dev")
-
-    def get_test_examples(self, data_dir):
-        return self._create_examples(self._read_tsv(os.path.join(data_dir, "test.tsv")), "test")
-
-    def get_labels(self):
-        return None
+    LABELS = None
 
     def _create_examples(self, lines, set_type):
         examples = []
