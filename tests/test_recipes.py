@@ -83,8 +83,9 @@ def test_recipe_lowers_its_losses_and_beats_the_unigram_baseline(
     keras.utils.set_random_seed(1)
     # Long enough for every recipe to leave the unigram stage (where the
     # model predicts frequent tokens regardless of context); a learning
-    # rate above ~1.5e-3 keeps these post-LN models stuck there.
-    steps = 400
+    # rate above ~1.5e-3 keeps these post-LN models stuck there. RoBERTa's
+    # fresh masks make memorising slower: it needs more steps.
+    steps = 400 if recipe.data.get("dynamic") else 300
     trainer = trainer_lib.Trainer(
         tf.distribute.get_strategy(), lambda: recipes.build_pretrainer(recipe, config),
         lambda: optimization.create_optimizer(1e-3, steps, 40),
