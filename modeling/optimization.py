@@ -149,8 +149,8 @@ class LinearWarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
 class _BertOptimizer(keras.optimizers.Optimizer):
     """Weight-decay exclusions, global-norm clipping and accumulation.
 
-    Subclasses implement `build` (slots), `_slots(index)` (the slot
-    variables of model variable `index`) and `_update_fn(index)`: a function
+    Subclasses implement `build` (moment slots `_m`, `_v`) and
+    `_update_fn(index)`: a function
     `(variable, *slots, gradient, learning_rate)` that updates the backend
     variables in place. With `jit_update` (default) that function is
     compiled with XLA, which fuses each variable's element-wise update into
@@ -264,7 +264,20 @@ class _BertOptimizer(keras.optimizers.Optimizer):
             target.assign(value)
 
     def _slots(self, index):
-        raise NotImplementedError(f"{type(self).__name__} must define _slots.")
+        """The moment slots (`_m`, `_v`, made by the subclass's `build`)."""
+        return self._m[index], self._v[index]
+
+    def _moment_hyper(self, index):
+        """`(beta_1, 1 - beta_1, beta_2, 1 - beta_2, epsilon, decay)` tensors.
+
+        1 - beta is taken in float64 before the cast, as Google's code does:
+        in float32, 1 - 0.999 is off by 1e-5 relative.
+        """
+        beta_1, one_minus_beta_1 = _cast_pair(self.beta_1, "float32")
+        beta_2, one_minus_beta_2 = _cast_pair(self.beta_2, "float32")
+        return (beta_1, one_minus_beta_1, beta_2, one_minus_beta_2,
+                tf.constant(self.epsilon, "float32"),
+                tf.constant(self._decay_rate(index), "float32"))
 
     def _update_fn(self, index):
         raise NotImplementedError(f"{type(self).__name__} must define _update_fn.")
@@ -577,17 +590,8 @@ class AdamWeightDecay(_BertOptimizer):
         self._m = self.add_optimizer_variables(variables, "adam_m")
         self._v = self.add_optimizer_variables(variables, "adam_v")
 
-    def _slots(self, index):
-        return self._m[index], self._v[index]
-
     def _update_fn(self, index):
-        # 1 - beta in float64 before the cast, as Google's code does: in
-        # float32, 1 - 0.999 is off by 1e-5 relative.
-        beta_1, one_minus_beta_1 = _cast_pair(self.beta_1, "float32")
-        beta_2, one_minus_beta_2 = _cast_pair(self.beta_2, "float32")
-        hyper = (beta_1, one_minus_beta_1, beta_2, one_minus_beta_2,
-                 tf.constant(self.epsilon, "float32"),
-                 tf.constant(self._decay_rate(index), "float32"))
+        hyper = self._moment_hyper(index)
 
         def update(variable, m, v, gradient, learning_rate):
             self._update_in_place(_adamw_math, _ADAMW_ON_HANDLES, (variable, m, v),
@@ -655,15 +659,8 @@ class Lamb(_BertOptimizer):
             for v in variables
         ]
 
-    def _slots(self, index):
-        return self._m[index], self._v[index]
-
     def _update_fn(self, index):
-        beta_1, one_minus_beta_1 = _cast_pair(self.beta_1, "float32")
-        beta_2, one_minus_beta_2 = _cast_pair(self.beta_2, "float32")
-        hyper = (beta_1, one_minus_beta_1, beta_2, one_minus_beta_2,
-                 tf.constant(self.epsilon, "float32"),
-                 tf.constant(self._decay_rate(index), "float32"))
+        hyper = self._moment_hyper(index)
         adapt = self._adapt_flags[index]
 
         def update(variable, m, v, gradient, learning_rate):
