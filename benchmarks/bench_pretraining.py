@@ -31,7 +31,7 @@ def _measure(impl, size, xla, batch_size, steps, vocab_size, rounds=1):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import numpy as np  # pylint: disable=g-import-not-at-top
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    from modeling import config as config_lib  # pylint: disable=g-import-not-at-top
+    from modeling import bert as config_lib  # pylint: disable=g-import-not-at-top
 
     config = config_lib.BertConfig.from_preset(size, vocab_size=vocab_size)
     rng = np.random.RandomState(0)
@@ -40,8 +40,9 @@ def _measure(impl, size, xla, batch_size, steps, vocab_size, rounds=1):
                                   for _ in range(batch_size)]), axis=1).astype("int32")
     labels = np.take_along_axis(ids, positions, axis=1)
     if impl == "ours":
-        from modeling import objectives, optimization  # pylint: disable=g-import-not-at-top
-        model = objectives.build_bert_pretrainer(config)
+        from modeling import recipes  # pylint: disable=g-import-not-at-top
+        from modeling.training import optimization  # pylint: disable=g-import-not-at-top
+        model = recipes.build_bert_pretrainer(config)
         optimizer = optimization.create_optimizer(1e-4, 1000, 10)
         optimizer.build(model.trainable_variables)
         features = {"input_ids": ids, "input_mask": np.ones_like(ids),

@@ -27,7 +27,7 @@ from data import corpus  # noqa: E402
 from data import pretraining_data  # noqa: E402
 from data import pretraining_writer  # noqa: E402
 from data import tokenization  # noqa: E402
-from data.graph_tokenizer import GraphTokenizer  # noqa: E402
+from data.tokenizers.wordpiece import GraphTokenizer  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

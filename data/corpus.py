@@ -187,3 +187,45 @@ def decode_line(raw, path, lineno, stats):
     except UnicodeDecodeError:
         stats.add("lines with invalid UTF-8 (bad bytes dropped)", "%s:%d" % (path, lineno))
         return raw.decode("utf-8", "ignore")
+
+
+def split_documents(files, output_dir, eval_every=10):
+    """Writes a train and a held-out copy of each file, split by whole documents.
+
+    Every `eval_every`-th document of each file (the 1st, the 11th, ...) goes
+    to `output_dir/eval/<name>`, the others to `output_dir/train/<name>`, so
+    an evaluation on the eval copies scores text that training never saw.
+    Files are written under temporary names and renamed when complete; an
+    existing split is reused.
+
+    Returns:
+      (train_files, eval_files): lists of paths, in the order of `files`.
+    """
+    if eval_every < 2:
+        raise ValueError("eval_every must be >= 2, got %d" % eval_every)
+    outputs = {"train": [], "eval": []}
+    for path in files:
+        name = os.path.basename(path)
+        targets = {split: os.path.join(output_dir, split, name) for split in outputs}
+        for split, target in targets.items():
+            outputs[split].append(target)
+        if all(os.path.exists(t) for t in targets.values()):
+            continue
+        handles = {}
+        try:
+            for split, target in targets.items():
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                handles[split] = open(target + ".tmp-%d" % os.getpid(), "wb")
+            for index, document in enumerate(iter_documents([path])):
+                handle = handles["eval" if index % eval_every == 0 else "train"]
+                handle.write(b"".join(raw if raw.endswith(b"\n") else raw + b"\n"
+                                      for _, raw in document.lines) + b"\n")
+            for split, handle in handles.items():
+                handle.close()
+                os.replace(handle.name, targets[split])
+        finally:
+            for handle in handles.values():
+                handle.close()
+                if os.path.exists(handle.name):
+                    os.remove(handle.name)
+    return outputs["train"], outputs["eval"]

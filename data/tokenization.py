@@ -383,6 +383,6 @@ def __getattr__(name):
     # The in-graph tokenizer needs TensorFlow; import it only when asked for,
     # so `from data import tokenization` stays cheap in worker processes.
     if name == "GraphTokenizer":
-        from data.graph_tokenizer import GraphTokenizer  # pylint: disable=g-import-not-at-top
+        from data.tokenizers.wordpiece import GraphTokenizer  # pylint: disable=g-import-not-at-top
         return GraphTokenizer
     raise AttributeError("module %r has no attribute %r" % (__name__, name))

@@ -24,9 +24,9 @@ from absl import flags
 from absl import logging
 
 from data import corpus
-from data import masking
-from data import pretraining_data
-from data import pretraining_writer
+from data.pretraining import masking
+from data.pretraining import instances as pretraining_data
+from data.pretraining import writer as pretraining_writer
 from data import tokenization
 
 FLAGS = flags.FLAGS

@@ -19,8 +19,8 @@ from absl import flags
 
 from data import tokenization
 from modeling import checkpoints
-from modeling import config as config_lib
-from modeling import inference
+from modeling import bert as config_lib
+from modeling.serving import inference
 from modeling.bert import BertEncoder
 
 FLAGS = flags.FLAGS

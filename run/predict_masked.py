@@ -20,9 +20,10 @@ from absl import flags
 
 from data import tokenization
 from modeling import checkpoints
-from modeling import config as config_lib
-from modeling import inference
+from modeling import bert as config_lib
+from modeling.serving import inference
 from modeling import objectives
+from modeling import recipes
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("bert_config_file", None, "bert_config.json (Google) or config.json (HF).")
@@ -50,7 +51,7 @@ def main(_):
             texts.extend(line.rstrip("\n") for line in f if line.strip())
     if not texts:
         raise ValueError("Give --text or --input_file.")
-    model = objectives.build_bert_pretrainer(bert_config)
+    model = recipes.build_bert_pretrainer(bert_config)
     checkpoints.init_from_checkpoint(model, FLAGS.init_checkpoint)
     results = inference.fill_mask(model, tokenizer, texts, FLAGS.top_k, FLAGS.max_seq_length)
     for result in results:

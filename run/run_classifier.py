@@ -41,12 +41,12 @@ import tensorflow as tf
 from data import processors as processors_lib
 from data import tokenization
 from modeling import checkpoints
-from modeling import classifier as classifier_lib
-from modeling import config as config_lib
-from modeling import distribute
-from modeling import export
-from modeling import optimization
-from modeling import trainer as trainer_lib
+from modeling.tasks import classification as classifier_lib
+from modeling import bert as config_lib
+from modeling.training import distribute
+from modeling.serving import export
+from modeling.training import optimization
+from modeling.training import trainer as trainer_lib
 
 FLAGS = flags.FLAGS
 

@@ -11,11 +11,12 @@ import keras
 import tensorflow as tf
 
 from data import input_pipeline
-from modeling import config as config_lib
-from modeling import distribute
+from modeling import bert as config_lib
+from modeling.training import distribute
 from modeling import objectives
-from modeling import optimization
-from modeling import trainer as trainer_lib
+from modeling import recipes
+from modeling.training import optimization
+from modeling.training import trainer as trainer_lib
 
 
 def main(model_dir, data_file, steps):
@@ -26,7 +27,7 @@ def main(model_dir, data_file, steps):
 
     def model_fn():
         keras.utils.set_random_seed(1)
-        return objectives.build_bert_pretrainer(config)
+        return recipes.build_bert_pretrainer(config)
 
     trainer = trainer_lib.Trainer(
         strategy, model_fn, lambda: optimization.create_optimizer(1e-3, steps, 1),

@@ -8,13 +8,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from modeling.albert import AlbertEncoder, build_albert_pretrainer
+from modeling.albert import AlbertEncoder
+from modeling.recipes import build_albert_pretrainer
 from modeling.checkpoints import (
     CheckpointMismatchError,
     init_from_checkpoint,
     load_albert_checkpoint,
 )
-from modeling.config import AlbertConfig, load_albert_config
+from modeling.albert.config import AlbertConfig, load_albert_config
 
 V, E, H, L, HEADS, I, P, T = 50, 8, 16, 3, 2, 32, 16, 2
 

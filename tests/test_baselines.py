@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from data import baselines
+from data.pretraining import baselines
 
 
 def _batches(rows, max_predictions=4):

@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 from modeling.bert import BertEncoder
-from modeling.config import BertConfig
+from modeling.bert.config import BertConfig
 from modeling.layers import (
     MultiHeadSelfAttention,
     TransformerBlock,

@@ -22,12 +22,12 @@ import tensorflow as tf
 
 from data import tokenization
 from modeling import checkpoints
-from modeling import optimization
-from modeling import trainer as trainer_lib
+from modeling.training import optimization
+from modeling.training import trainer as trainer_lib
 from modeling.bert import BertEncoder
 from modeling.checkpoints import CheckpointMismatchError
-from modeling.config import BertConfig, BertConfigError, load_bert_config
-from modeling.objectives import build_bert_pretrainer
+from modeling.bert.config import BertConfig, BertConfigError, load_bert_config
+from modeling.recipes import build_bert_pretrainer
 
 V, H, L, HEADS, I, TYPES, MAXPOS = 99, 32, 2, 4, 37, 16, 40
 

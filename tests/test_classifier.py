@@ -14,11 +14,12 @@ import tensorflow as tf
 from data import example_proto
 from data import processors
 from modeling import checkpoints
-from modeling import classifier as classifier_lib
-from modeling import config as config_lib
+from modeling.tasks import classification as classifier_lib
+from modeling import bert as config_lib
 from modeling import objectives
-from modeling import optimization
-from modeling import trainer as trainer_lib
+from modeling import recipes
+from modeling.training import optimization
+from modeling.training import trainer as trainer_lib
 
 SEQ, VOCAB = 8, 30
 
@@ -160,7 +161,7 @@ def test_mixed_precision_keeps_outputs_and_loss_in_float32():
 
 def test_init_from_google_checkpoint_loads_the_encoder_only(tmp_path):
     keras.utils.set_random_seed(4)
-    pretrainer = objectives.build_bert_pretrainer(_config())
+    pretrainer = recipes.build_bert_pretrainer(_config())
     prefix = checkpoints.save_google_checkpoint(pretrainer, str(tmp_path / "bert_model.ckpt"))
     model = classifier_lib.BertClassifier.from_config_object(_config(), num_labels=2)
     head = model.output_weights.numpy().copy()

@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from modeling import config as config_lib
-from modeling.config import BertConfig, BertConfigError, list_presets
+from modeling.bert import config as config_lib
+from modeling.bert.config import BertConfig, BertConfigError, list_presets
 
 # bert_config.json of google-research/bert's chinese_L-12_H-768_A-12 release:
 # it carries keys the encoder does not use, which must survive a round trip.

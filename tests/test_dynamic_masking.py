@@ -12,8 +12,8 @@ import pytest
 import tensorflow as tf
 
 from data import corpus as corpus_lib
-from data import dynamic_masking
-from data import graph_tokenizer
+from data.pretraining import dynamic_masking
+from data.tokenizers import wordpiece as graph_tokenizer
 from data import input_pipeline
 from data import tokenization
 

@@ -8,9 +8,9 @@ import numpy as np
 import tensorflow as tf
 
 from data import tokenization
-from modeling import config as config_lib
-from modeling import export
-from modeling import inference
+from modeling import bert as config_lib
+from modeling.serving import export
+from modeling.serving import inference
 from modeling.bert import BertEncoder
 
 

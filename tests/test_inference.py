@@ -12,9 +12,10 @@ import pytest
 import tensorflow as tf
 
 from data import tokenization
-from modeling import config as config_lib
-from modeling import inference
+from modeling import bert as config_lib
+from modeling.serving import inference
 from modeling import objectives
+from modeling import recipes
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -27,7 +28,7 @@ def tiny(sample_vocab_file):
         num_attention_heads=2, intermediate_size=64, max_position_embeddings=64,
         type_vocab_size=2)
     keras.utils.set_random_seed(3)
-    return config, tokenizer, objectives.build_bert_pretrainer(config)
+    return config, tokenizer, recipes.build_bert_pretrainer(config)
 
 
 def test_mask_markers_become_mask_tokens(tiny):

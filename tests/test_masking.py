@@ -22,9 +22,9 @@ import pytest
 import tensorflow as tf
 
 from data import corpus
-from data import masking
-from data import pretraining_data
-from data import pretraining_writer
+from data.pretraining import masking
+from data.pretraining import instances as pretraining_data
+from data.pretraining import writer as pretraining_writer
 from data import tokenization
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -8,12 +8,12 @@ import pytest
 import tensorflow as tf
 
 from modeling.bert import BertEncoder
-from modeling.config import BertConfig
+from modeling.bert.config import BertConfig
+from modeling.recipes import build_bert_pretrainer
 from modeling.objectives import (
     BertPretrainer,
     MaskedLMObjective,
     NextSentenceObjective,
-    build_bert_pretrainer,
     masked_lm_loss,
     next_sentence_loss,
 )

@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 
 from modeling.bert import BertEncoder
-from modeling.optimization import (
+from modeling.training.optimization import (
     AdamWeightDecay,
     Lamb,
     LinearWarmupLinearDecay,
@@ -418,7 +418,7 @@ _DISTRIBUTED_SCRIPT = textwrap.dedent(
     tf.config.set_logical_device_configuration(
         cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     import keras
-    from modeling.optimization import create_optimizer
+    from modeling.training.optimization import create_optimizer
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(8, 4)).astype("float32") * 3

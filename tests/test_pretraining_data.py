@@ -15,8 +15,8 @@ import tensorflow as tf
 from data import corpus
 from data import example_proto
 from data import input_pipeline
-from data import pretraining_data
-from data import pretraining_writer
+from data.pretraining import instances as pretraining_data
+from data.pretraining import writer as pretraining_writer
 from data import tokenization
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -8,16 +8,17 @@ import keras
 import pytest
 import tensorflow as tf
 
-from data import baselines
-from data import dynamic_masking
+from data.pretraining import baselines
+from data.pretraining import dynamic_masking
 from data import input_pipeline
-from data import pretraining_data
-from data import pretraining_writer
+from data.pretraining import instances as pretraining_data
+from data.pretraining import writer as pretraining_writer
 from data import tokenization
-from modeling import config as config_lib
-from modeling import optimization
+from modeling import bert as config_lib
+from modeling.albert import AlbertConfig
+from modeling.training import optimization
 from modeling import recipes
-from modeling import trainer as trainer_lib
+from modeling.training import trainer as trainer_lib
 
 SEQ, PRED = 32, 5
 
@@ -34,7 +35,7 @@ def test_registry_and_declarative_files(tmp_path):
                                 "objectives": ["masked_lm", "span_boundary"],
                                 "data": {"masking": "span", "sentence_objective": "none"}}))
     mine = recipes.load_recipe(str(path))
-    model = recipes.build_pretrainer(mine, config_lib.AlbertConfig(
+    model = recipes.build_pretrainer(mine, AlbertConfig(
         vocab_size=50, embedding_size=8, hidden_size=16, num_hidden_layers=2,
         num_attention_heads=2, intermediate_size=32))
     assert [o.name for o in model.objectives] == ["masked_lm", "span_boundary"]
@@ -73,7 +74,7 @@ def test_recipe_lowers_its_losses_and_beats_the_unigram_baseline(
                 **({"seed": 3} if is_training else {"repeat": True}))
     vocab_size = len(tokenization.load_vocab(sample_vocab_file))
     if recipe.encoder == "albert":
-        config = config_lib.AlbertConfig(
+        config = AlbertConfig(
             vocab_size=vocab_size, embedding_size=32, hidden_size=64, num_hidden_layers=2,
             num_attention_heads=2, intermediate_size=128, max_position_embeddings=64)
     else:

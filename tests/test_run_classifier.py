@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from modeling import checkpoints
-from modeling import config as config_lib
+from modeling import bert as config_lib
 from modeling import objectives
+from modeling import recipes
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(REPO_ROOT, "run", "run_classifier.py")
@@ -57,7 +58,7 @@ def bert_dir(tmp_path_factory):
         intermediate_size=64, max_position_embeddings=32, type_vocab_size=2)
     config.to_json_file(str(path / "bert_config.json"))
     keras.utils.set_random_seed(0)
-    checkpoints.save_google_checkpoint(objectives.build_bert_pretrainer(config),
+    checkpoints.save_google_checkpoint(recipes.build_bert_pretrainer(config),
                                        str(path / "bert_model.ckpt"))
     return path
 

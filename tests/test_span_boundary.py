@@ -4,9 +4,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from modeling import config as config_lib
+from modeling import bert as config_lib
 from modeling import objectives
-from modeling import span_boundary
+from modeling.objectives import span_boundary
 from modeling.bert import BertEncoder
 
 

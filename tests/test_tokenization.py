@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from data import tokenization
-from data.graph_tokenizer import GraphTokenizer
+from data.tokenizers.wordpiece import GraphTokenizer
 
 GOOGLE_TEST_VOCAB = ["[UNK]", "[CLS]", "[SEP]", "want", "##want", "##ed", "wa", "un",
                      "runn", "##ing", ","]

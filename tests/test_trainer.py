@@ -14,10 +14,11 @@ import tensorflow as tf
 
 from data import example_proto
 from data import input_pipeline
-from modeling import config as config_lib
+from modeling import bert as config_lib
 from modeling import objectives
-from modeling import optimization
-from modeling import trainer as trainer_lib
+from modeling import recipes
+from modeling.training import optimization
+from modeling.training import trainer as trainer_lib
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEQ, PRED, VOCAB = 16, 3, 60
@@ -66,7 +67,7 @@ def _make_trainer(model_dir, strategy=None, steps=4, accumulation=1, batch_size=
 
     def model_fn():
         keras.utils.set_random_seed(1)
-        model = objectives.build_bert_pretrainer(_tiny_config())
+        model = recipes.build_bert_pretrainer(_tiny_config())
         if weights is not None:
             model.set_weights(weights)
         return model
@@ -114,7 +115,7 @@ def test_resume_after_interruption_is_exact(tmp_path, synthetic_file):
 
 def test_mirrored_two_devices_equals_one_device(tmp_path, synthetic_file):
     keras.utils.set_random_seed(1)
-    initial = objectives.build_bert_pretrainer(_tiny_config()).get_weights()
+    initial = recipes.build_bert_pretrainer(_tiny_config()).get_weights()
     results = {}
     for name, strategy in (("one", tf.distribute.OneDeviceStrategy("/cpu:0")),
                            ("mirrored", tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))):
@@ -131,7 +132,7 @@ def test_mirrored_two_devices_equals_one_device(tmp_path, synthetic_file):
 
 def test_accumulated_micro_batches_equal_one_large_batch(tmp_path, synthetic_file):
     keras.utils.set_random_seed(1)
-    initial = objectives.build_bert_pretrainer(_tiny_config()).get_weights()
+    initial = recipes.build_bert_pretrainer(_tiny_config()).get_weights()
     big = _make_trainer(tmp_path / "big", steps=1, batch_size=8, weights=initial)
     big.train(_input_fn(synthetic_file, 8, is_training=False))
     small = _make_trainer(tmp_path / "small", steps=1, batch_size=4, accumulation=2,
@@ -144,7 +145,7 @@ def test_accumulated_micro_batches_equal_one_large_batch(tmp_path, synthetic_fil
 
 def test_short_pretraining_run_lowers_losses_and_logs_scalars(tmp_path, sample_vocab_file,
                                                               sample_corpus_files):
-    from data import pretraining_data, pretraining_writer  # pylint: disable=g-import-not-at-top
+    from data.pretraining import instances as pretraining_data, writer as pretraining_writer  # pylint: disable=g-import-not-at-top
     from data import tokenization  # pylint: disable=g-import-not-at-top
     data = str(tmp_path / "sample.tfrecord")
     pretraining_writer.create_pretraining_data(
@@ -160,7 +161,7 @@ def test_short_pretraining_run_lowers_losses_and_logs_scalars(tmp_path, sample_v
     keras.utils.set_random_seed(2)
     trainer = trainer_lib.Trainer(
         tf.distribute.OneDeviceStrategy("/cpu:0"),
-        lambda: objectives.build_bert_pretrainer(config),
+        lambda: recipes.build_bert_pretrainer(config),
         lambda: optimization.create_optimizer(2e-3, 150, 15),
         model_dir=model_dir, train_batch_size=32, num_train_steps=150,
         save_checkpoints_steps=150, log_steps=25)
@@ -241,7 +242,7 @@ def test_two_process_multi_worker_trains_and_resumes(tmp_path, synthetic_file):
 
 def test_xla_step_matches_the_plain_step(tmp_path, synthetic_file):
     keras.utils.set_random_seed(1)
-    initial = objectives.build_bert_pretrainer(_tiny_config()).get_weights()
+    initial = recipes.build_bert_pretrainer(_tiny_config()).get_weights()
     weights = {}
     for xla in (False, True):
         trainer = _make_trainer(tmp_path / ("xla%d" % xla), steps=2, weights=initial)

@@ -1,0 +1,697 @@
+"""Pre-training instances for BERT: NSP pairs and static masked-LM masks.
+
+This follows google-research/bert's `create_pretraining_data.py` rule for rule
+(for a corpus that fits one chunk, the same seed gives the same instances):
+
+* A document is cut into chunks of sentences of about `max_seq_length - 3`
+  tokens (sometimes shorter, with probability `short_seq_prob`, so the model
+  also sees short sequences as it will at fine-tuning time).
+* Segment A is a random-length prefix of a chunk. Half the time segment B is
+  the rest of the chunk ("IsNext"); otherwise B is taken from a random other
+  document ("NotNext"), and the chunk's sentences that B did not use are put
+  back so they are not wasted.
+* The pair is truncated to fit, one token at a time from the longer segment,
+  at the front or the back at random (so the model doesn't learn that
+  sentences always end in punctuation).
+* ``num_to_predict = min(max_predictions_per_seq, max(1, round(len(tokens) *
+  masked_lm_prob)))`` positions are masked among all tokens but ``[CLS]`` and
+  ``[SEP]``; each chosen word piece becomes ``[MASK]`` 80% of the time, stays
+  itself 10%, becomes a random vocabulary token 10%. With whole-word masking
+  the units chosen are whole words (a token and its ``##`` pieces), still
+  80/10/10 per word piece.
+
+Beyond Google's rules, the parts of other pre-training recipes are selected
+by name in `InstanceOptions` (defaults give Google's output, unchanged):
+
+* ``masking``: a strategy of `data.masking.MASKING_STRATEGIES` -- ``token``
+  (Google's), ``whole_word`` (``--do_whole_word_mask``; for Chinese with
+  ``chinese_word_segmentation``, jieba words as units), ``span`` (SpanBERT),
+  ``ngram`` (ALBERT).
+* ``sentence_objective``: how a document becomes sequences, from
+  `SENTENCE_OBJECTIVES` -- ``nsp`` (the pairs above), ``sop`` (ALBERT's
+  sentence order: two consecutive segments, swapped half of the time, label
+  1 = swapped) and ``none`` (one segment of consecutive sentences, label 0).
+
+Word boundaries travel beside the tokens: with ``chinese_word_segmentation``
+each sentence comes with a list of booleans, True where a word begins
+(`data.masking.tokenize_with_word_starts`); the objectives cut and truncate
+them together with the tokens, and the masking strategy groups tokens into
+words with them. Without segmentation none are carried and words are read
+off the ``##`` marks.
+
+What differs from Google's script is the plumbing around it (see `run`): the
+corpus is processed in chunks of documents so memory stays bounded, chunks
+are processed in parallel worker processes, and each chunk's random stream is
+derived from (seed, chunk index) so the output does not depend on the number
+of workers. The random "next" segment comes from another document of the same
+chunk; with thousands of documents per chunk this changes nothing that
+matters.
+
+This module does not import TensorFlow (workers stay light); the writer in
+`data/pretraining_writer.py` does.
+"""
+
+import collections
+import random
+
+from data import corpus as corpus_lib
+from data import example_proto
+from data.pretraining import masking
+from data import tokenization
+
+# The feature names of Google's pre-training TFRecords.
+PRETRAINING_INT_FEATURES = ("input_ids", "input_mask", "segment_ids",
+                            "masked_lm_positions", "masked_lm_ids",
+                            "next_sentence_labels")
+PRETRAINING_FLOAT_FEATURES = ("masked_lm_weights",)
+
+
+class TrainingInstance(object):
+    """A single pre-training example: a segment pair with its masked LM targets."""
+
+    __slots__ = ("tokens", "segment_ids", "masked_lm_positions",
+                 "masked_lm_labels", "is_random_next")
+
+    def __init__(self, tokens, segment_ids, masked_lm_positions,
+                 masked_lm_labels, is_random_next):
+        self.tokens = tokens
+        self.segment_ids = segment_ids
+        self.masked_lm_positions = masked_lm_positions
+        self.masked_lm_labels = masked_lm_labels
+        self.is_random_next = is_random_next
+
+    def __str__(self):
+        return ("tokens: %s\nsegment_ids: %s\nis_random_next: %s\n"
+                "masked_lm_positions: %s\nmasked_lm_labels: %s\n" % (
+                    " ".join(self.tokens), " ".join(map(str, self.segment_ids)),
+                    self.is_random_next, " ".join(map(str, self.masked_lm_positions)),
+                    " ".join(self.masked_lm_labels)))
+
+    __repr__ = __str__
+
+
+MaskedLmInstance = collections.namedtuple("MaskedLmInstance", ["index", "label"])
+
+
+def candidate_units(tokens, do_whole_word_mask=False):
+    """Groups maskable token positions into the units masking chooses among.
+
+    ``[CLS]`` and ``[SEP]`` are never candidates. Without whole-word masking
+    every other token is a unit; with it, a ``##`` continuation joins the unit
+    of the token before it.
+    """
+    if do_whole_word_mask:
+        return masking.word_units(tokens)
+    return [[i] for i, token in enumerate(tokens) if token not in masking.SPECIAL_TOKENS]
+
+
+def create_masked_lm_predictions(tokens, masked_lm_prob, max_predictions_per_seq,
+                                 vocab_words, rng, do_whole_word_mask=False):
+    """Chooses and applies the masked-LM corruption of one instance (Google's API).
+
+    The ``token`` or ``whole_word`` strategy of `data.masking`.
+
+    Returns:
+      (output_tokens, masked_lm_positions, masked_lm_labels), positions sorted.
+    """
+    masker = masking.build_masker("whole_word" if do_whole_word_mask else "token",
+                                  masked_lm_prob, max_predictions_per_seq, vocab_words)
+    result = masker(tokens, rng)
+    return result.tokens, result.positions, result.labels
+
+
+def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng, side_a=None, side_b=None):
+    """Truncates a pair in place to at most `max_num_tokens` tokens in total.
+
+    `side_a` / `side_b`, when given, are per-token lists (word starts) that
+    lose the same positions as their segment.
+    """
+    while len(tokens_a) + len(tokens_b) > max_num_tokens:
+        if len(tokens_a) > len(tokens_b):
+            trunc_tokens, trunc_side = tokens_a, side_a
+        else:
+            trunc_tokens, trunc_side = tokens_b, side_b
+        # Cutting at the front or at the back at random adds noise that keeps
+        # the model from relying on where sentences are cut.
+        index = 0 if rng.random() < 0.5 else len(trunc_tokens) - 1
+        del trunc_tokens[index]
+        if trunc_side is not None:
+            del trunc_side[index]
+
+
+def _truncate_outer_ends(tokens_a, tokens_b, max_num_tokens, side_a=None, side_b=None):
+    """Truncates a pair from A's front and B's back only, longer segment first.
+
+    A and B then stay one contiguous stretch of the document (what sentence
+    order prediction needs); the cut still falls inside sentences, at the
+    outer ends.
+    """
+    excess = len(tokens_a) + len(tokens_b) - max_num_tokens
+    if excess <= 0:
+        return
+    # Remove one token at a time from the longer segment (B on ties), as
+    # Google's truncation does, but always at the outer end.
+    cut_a = cut_b = 0
+    len_a, len_b = len(tokens_a), len(tokens_b)
+    for _ in range(excess):
+        if len_a > len_b:
+            cut_a += 1
+            len_a -= 1
+        else:
+            cut_b += 1
+            len_b -= 1
+    del tokens_a[:cut_a]
+    if side_a is not None:
+        del side_a[:cut_a]
+    if cut_b:
+        del tokens_b[len(tokens_b) - cut_b:]
+        if side_b is not None:
+            del side_b[len(side_b) - cut_b:]
+
+
+# ---------------------------------------------------------------------------
+# Sentence objectives: how a document becomes token sequences.
+# ---------------------------------------------------------------------------
+
+SegmentedSequence = collections.namedtuple(
+    "SegmentedSequence", ["tokens", "segment_ids", "word_starts", "label"])
+SegmentedSequence.__doc__ = """One instance before masking.
+
+tokens: with [CLS]/[SEP]; segment_ids: 0 for [CLS] A [SEP], 1 for B [SEP];
+word_starts: per token, True where a word begins, or None (words are read
+off the ## marks); label: the sentence-level label (next_sentence_labels).
+"""
+
+
+def _target_seq_length(max_num_tokens, short_seq_prob, rng):
+    # Usually fill the whole sequence; sometimes aim shorter so that
+    # pre-training also covers the short inputs of fine-tuning.
+    if rng.random() < short_seq_prob:
+        return rng.randint(2, max_num_tokens)
+    return max_num_tokens
+
+
+def _gather(document, word_starts, indices):
+    """Concatenated tokens (and word starts, or None) of sentences `indices`."""
+    tokens = []
+    for j in indices:
+        tokens.extend(document[j])
+    if word_starts is None:
+        return tokens, None
+    starts = []
+    for j in indices:
+        starts.extend(word_starts[j])
+    return tokens, starts
+
+
+def _assemble(segments):
+    """[CLS] seg0 [SEP] (seg1 [SEP]): tokens, segment ids and word starts.
+
+    `segments` is a list of (tokens, word_starts or None). When word starts
+    are carried, each segment's first token starts a word: a word whose
+    beginning truncation cut off is a unit of its own, not part of the word
+    before the [SEP].
+    """
+    tokens = [tokenization.CLS_TOKEN]
+    segment_ids = [0]
+    carried = segments[0][1] is not None
+    starts = [True] if carried else None
+    for segment_id, (segment_tokens, segment_starts) in enumerate(segments):
+        tokens.extend(segment_tokens)
+        tokens.append(tokenization.SEP_TOKEN)
+        segment_ids.extend([segment_id] * (len(segment_tokens) + 1))
+        if carried:
+            if segment_tokens:
+                starts.append(True)
+                starts.extend(segment_starts[1:])
+            starts.append(True)
+    return tokens, segment_ids, starts
+
+
+def nsp_pairs(all_documents, document_index, max_seq_length, short_seq_prob, rng,
+              all_word_starts=None):
+    """Google's next-sentence-prediction pairs of one document (a generator).
+
+    Label 1 = B comes from another document. See the module docstring; the
+    random calls are Google's, in Google's order, provided the caller masks
+    each sequence as soon as it is yielded.
+    """
+    document = all_documents[document_index]
+    doc_starts = all_word_starts[document_index] if all_word_starts is not None else None
+    # Room for [CLS], [SEP], [SEP].
+    max_num_tokens = max_seq_length - 3
+    target_seq_length = _target_seq_length(max_num_tokens, short_seq_prob, rng)
+
+    current_chunk = []  # sentence indices
+    current_length = 0
+    i = 0
+    while i < len(document):
+        current_chunk.append(i)
+        current_length += len(document[i])
+        if i == len(document) - 1 or current_length >= target_seq_length:
+            if current_chunk:
+                # How many sentences of the chunk go into segment A.
+                a_end = 1
+                if len(current_chunk) >= 2:
+                    a_end = rng.randint(1, len(current_chunk) - 1)
+                tokens_a, starts_a = _gather(document, doc_starts, current_chunk[:a_end])
+
+                if len(current_chunk) == 1 or rng.random() < 0.5:
+                    is_random_next = True
+                    target_b_length = target_seq_length - len(tokens_a)
+                    # A corpus of one document has nothing else to draw from;
+                    # after 10 tries the same document is accepted.
+                    for _ in range(10):
+                        random_document_index = rng.randint(0, len(all_documents) - 1)
+                        if random_document_index != document_index:
+                            break
+                    random_document = all_documents[random_document_index]
+                    random_start = rng.randint(0, len(random_document) - 1)
+                    used = []
+                    used_length = 0
+                    for j in range(random_start, len(random_document)):
+                        used.append(j)
+                        used_length += len(random_document[j])
+                        if used_length >= target_b_length:
+                            break
+                    tokens_b, starts_b = _gather(
+                        random_document,
+                        all_word_starts[random_document_index]
+                        if all_word_starts is not None else None, used)
+                    # The sentences of this chunk that B did not use are put
+                    # back, to become part of the next chunk.
+                    num_unused_segments = len(current_chunk) - a_end
+                    i -= num_unused_segments
+                else:
+                    is_random_next = False
+                    tokens_b, starts_b = _gather(document, doc_starts, current_chunk[a_end:])
+                truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng, starts_a, starts_b)
+                tokens, segment_ids, starts = _assemble(
+                    [(tokens_a, starts_a), (tokens_b, starts_b)])
+                yield SegmentedSequence(tokens, segment_ids, starts, int(is_random_next))
+            current_chunk = []
+            current_length = 0
+        i += 1
+
+
+def sop_pairs(all_documents, document_index, max_seq_length, short_seq_prob, rng,
+              all_word_starts=None):
+    """ALBERT's sentence-order-prediction pairs of one document (a generator).
+
+    Sentences are gathered into chunks as for NSP; A is a random-length
+    prefix of the chunk and B the rest, so B always directly follows A in the
+    document. A chunk of a single sentence is split inside it, at a random
+    word start (a sentence of one word gives no pair). The pair is truncated
+    at its outer ends only (A's front, B's back), so it stays one contiguous
+    stretch of text; then, with probability 0.5, A and B are swapped.
+    Label 1 = swapped, as ALBERT stores it. No segment ever comes from
+    another document.
+    """
+    document = all_documents[document_index]
+    doc_starts = all_word_starts[document_index] if all_word_starts is not None else None
+    max_num_tokens = max_seq_length - 3
+    target_seq_length = _target_seq_length(max_num_tokens, short_seq_prob, rng)
+
+    current_chunk = []
+    current_length = 0
+    for i in range(len(document)):
+        current_chunk.append(i)
+        current_length += len(document[i])
+        if i < len(document) - 1 and current_length < target_seq_length:
+            continue
+        chunk, current_chunk, current_length = current_chunk, [], 0
+        if len(chunk) >= 2:
+            a_end = rng.randint(1, len(chunk) - 1)
+            tokens_a, starts_a = _gather(document, doc_starts, chunk[:a_end])
+            tokens_b, starts_b = _gather(document, doc_starts, chunk[a_end:])
+        else:
+            tokens, starts = _gather(document, doc_starts, chunk)
+            word_starts = starts if starts is not None else masking.wordpiece_word_starts(tokens)
+            cuts = [k for k in range(1, len(tokens)) if word_starts[k]]
+            if not cuts:
+                continue
+            cut = cuts[rng.randrange(len(cuts))]
+            tokens_a, tokens_b = tokens[:cut], tokens[cut:]
+            starts_a = starts[:cut] if starts is not None else None
+            starts_b = starts[cut:] if starts is not None else None
+        _truncate_outer_ends(tokens_a, tokens_b, max_num_tokens, starts_a, starts_b)
+        swapped = rng.random() < 0.5
+        if swapped:
+            tokens_a, tokens_b = tokens_b, tokens_a
+            starts_a, starts_b = starts_b, starts_a
+        tokens, segment_ids, starts = _assemble([(tokens_a, starts_a), (tokens_b, starts_b)])
+        yield SegmentedSequence(tokens, segment_ids, starts, int(swapped))
+
+
+def single_segments(all_documents, document_index, max_seq_length, short_seq_prob, rng,
+                    all_word_starts=None):
+    """Single segments of consecutive sentences of one document (a generator).
+
+    ``[CLS] tokens [SEP]`` with segment ids 0 and label 0. Whole sentences
+    are packed while they fit in ``max_seq_length - 2`` tokens, until the
+    target length is reached (shorter with probability `short_seq_prob`, as
+    for NSP); a sentence longer than the sequence on its own is cut into
+    consecutive pieces that each fill one.
+    """
+    document = all_documents[document_index]
+    doc_starts = all_word_starts[document_index] if all_word_starts is not None else None
+    # Room for [CLS], [SEP].
+    max_num_tokens = max_seq_length - 2
+    target_seq_length = _target_seq_length(max_num_tokens, short_seq_prob, rng)
+
+    def emit(indices):
+        tokens, starts = _gather(document, doc_starts, indices)
+        for begin in range(0, len(tokens), max_num_tokens):
+            piece = tokens[begin:begin + max_num_tokens]
+            piece_starts = starts[begin:begin + max_num_tokens] if starts is not None else None
+            tokens_out, segment_ids, starts_out = _assemble([(piece, piece_starts)])
+            yield SegmentedSequence(tokens_out, segment_ids, starts_out, 0)
+
+    current_chunk = []
+    current_length = 0
+    for i, sentence in enumerate(document):
+        if current_chunk and current_length + len(sentence) > max_num_tokens:
+            yield from emit(current_chunk)
+            current_chunk, current_length = [], 0
+        current_chunk.append(i)
+        current_length += len(sentence)
+        if current_length >= target_seq_length:
+            yield from emit(current_chunk)
+            current_chunk, current_length = [], 0
+    if current_chunk:
+        yield from emit(current_chunk)
+
+
+# Sentence objectives by name: generator functions (all_documents,
+# document_index, max_seq_length, short_seq_prob, rng, all_word_starts=None)
+# yielding `SegmentedSequence`s. Each sequence is masked as soon as it is
+# yielded, so an objective's random calls interleave with the masking's.
+SENTENCE_OBJECTIVES = collections.OrderedDict([
+    ("nsp", nsp_pairs),
+    ("sop", sop_pairs),
+    ("none", single_segments),
+])
+
+
+def create_instances_from_document(all_documents, document_index, max_seq_length,
+                                   short_seq_prob, masked_lm_prob,
+                                   max_predictions_per_seq, vocab_words, rng,
+                                   do_whole_word_mask=False, masker=None,
+                                   sentence_objective="nsp", all_word_starts=None):
+    """Creates the instances of one document (a list of tokenized sentences).
+
+    Args:
+      all_documents: documents, each a list of sentences (lists of tokens).
+      document_index: the document to make instances from (others may supply
+        NSP's random next segment).
+      max_seq_length, short_seq_prob: sequence lengths, as in Google's script.
+      masked_lm_prob, max_predictions_per_seq, vocab_words, do_whole_word_mask:
+        Google's masking (``token`` or ``whole_word``), used when `masker` is
+        None.
+      rng: a `random.Random`; all randomness comes from it.
+      masker: a `data.masking.Masker` (carrying its own budget), or None.
+      sentence_objective: a name of `SENTENCE_OBJECTIVES`.
+      all_word_starts: None, or word starts parallel to `all_documents`
+        (per document, per sentence, per token: True where a word begins).
+
+    Returns:
+      a list of `TrainingInstance`s; ``is_random_next`` holds the sentence
+      label (NSP: random next; SOP: swapped; none: always False).
+    """
+    if masker is None:
+        masker = masking.build_masker("whole_word" if do_whole_word_mask else "token",
+                                      masked_lm_prob, max_predictions_per_seq, vocab_words)
+    if sentence_objective not in SENTENCE_OBJECTIVES:
+        raise ValueError("Unknown sentence objective %r; choose one of: %s"
+                         % (sentence_objective, ", ".join(SENTENCE_OBJECTIVES)))
+    make_sequences = SENTENCE_OBJECTIVES[sentence_objective]
+    instances = []
+    for sequence in make_sequences(all_documents, document_index, max_seq_length,
+                                   short_seq_prob, rng, all_word_starts):
+        result = masker(sequence.tokens, rng, sequence.word_starts)
+        instances.append(TrainingInstance(
+            tokens=result.tokens, segment_ids=sequence.segment_ids,
+            masked_lm_positions=result.positions, masked_lm_labels=result.labels,
+            is_random_next=bool(sequence.label)))
+    return instances
+
+
+def instance_to_features(instance, vocab, max_seq_length, max_predictions_per_seq):
+    """Pads an instance into Google's fixed-size feature lists.
+
+    Returns:
+      (int_features, float_features): dicts name -> list.
+    """
+    input_ids = tokenization.convert_tokens_to_ids(vocab, instance.tokens)
+    if len(input_ids) > max_seq_length:
+        raise ValueError("Instance of %d tokens exceeds max_seq_length=%d"
+                         % (len(input_ids), max_seq_length))
+    pad = max_seq_length - len(input_ids)
+    input_mask = [1] * len(input_ids) + [0] * pad
+    segment_ids = list(instance.segment_ids) + [0] * pad
+    input_ids = input_ids + [0] * pad
+
+    masked_lm_ids = tokenization.convert_tokens_to_ids(vocab, instance.masked_lm_labels)
+    num_masked = len(masked_lm_ids)
+    pad = max_predictions_per_seq - num_masked
+    int_features = collections.OrderedDict()
+    int_features["input_ids"] = input_ids
+    int_features["input_mask"] = input_mask
+    int_features["segment_ids"] = segment_ids
+    int_features["masked_lm_positions"] = list(instance.masked_lm_positions) + [0] * pad
+    int_features["masked_lm_ids"] = masked_lm_ids + [0] * pad
+    int_features["next_sentence_labels"] = [1 if instance.is_random_next else 0]
+    float_features = {"masked_lm_weights": [1.0] * num_masked + [0.0] * pad}
+    return int_features, float_features
+
+
+# ---------------------------------------------------------------------------
+# Chunk processing, run in worker processes.
+# ---------------------------------------------------------------------------
+
+_INSTANCE_OPTION_FIELDS = (
+    "vocab_file", "do_lower_case", "max_seq_length", "max_predictions_per_seq",
+    "random_seed", "dupe_factor", "masked_lm_prob", "short_seq_prob",
+    "do_whole_word_mask", "masking", "sentence_objective", "chinese_word_segmentation",
+    "span_geometric_p", "max_span_length", "max_ngram", "replace_per_unit")
+# Defaults of the trailing fields; callers written before they existed keep working.
+_INSTANCE_OPTION_DEFAULTS = (
+    False,    # do_whole_word_mask (Google's flag; an alias of masking="whole_word")
+    "token",  # masking: a name of data.masking.MASKING_STRATEGIES
+    "nsp",    # sentence_objective: a name of SENTENCE_OBJECTIVES
+    False,    # chinese_word_segmentation: jieba words as units for word-level masking
+    0.2,      # span_geometric_p
+    10,       # max_span_length (words)
+    3,        # max_ngram (words)
+    None,     # replace_per_unit: None = the strategy's default (per unit for span)
+)
+
+
+class InstanceOptions(collections.namedtuple("InstanceOptions", _INSTANCE_OPTION_FIELDS,
+                                             defaults=_INSTANCE_OPTION_DEFAULTS)):
+    """Everything a worker needs to turn a chunk of documents into examples.
+
+    Google's fields come first; the recipe fields after ``do_whole_word_mask``
+    have defaults that reproduce Google's output:
+
+    * ``masking``: ``token`` | ``whole_word`` | ``span`` | ``ngram``
+      (`data.masking.MASKING_STRATEGIES`); ``do_whole_word_mask=True`` with
+      ``masking="token"`` means ``whole_word``.
+    * ``sentence_objective``: ``nsp`` | ``sop`` | ``none`` (`SENTENCE_OBJECTIVES`).
+    * ``chinese_word_segmentation``: segment each sentence with jieba and use
+      its words as the units of word-level masking.
+    * ``span_geometric_p``, ``max_span_length``: SpanBERT's span lengths.
+    * ``max_ngram``: ALBERT's longest n-gram.
+    * ``replace_per_unit``: decide 80/10/10 once per unit (True), per word
+      piece (False), or as the strategy does by default (None).
+    """
+
+    __slots__ = ()
+
+    def resolved_masking(self):
+        """The masking strategy's name, with Google's do_whole_word_mask alias applied."""
+        if self.do_whole_word_mask and self.masking == "token":
+            return "whole_word"
+        return self.masking
+
+    def masking_strategy(self):
+        """A new `data.masking.MaskingStrategy` for these options."""
+        return masking.create_masking_strategy(
+            self.resolved_masking(), geometric_p=self.span_geometric_p,
+            max_span_length=self.max_span_length, max_ngram=self.max_ngram)
+
+    def validate(self):
+        if self.max_seq_length < 5:
+            raise ValueError("max_seq_length must be at least 5 ([CLS] A [SEP] B [SEP] "
+                             "with 2 tokens), got %d" % self.max_seq_length)
+        if self.max_predictions_per_seq < 1:
+            raise ValueError("max_predictions_per_seq must be >= 1, got %d"
+                             % self.max_predictions_per_seq)
+        if not 0.0 < self.masked_lm_prob < 1.0:
+            raise ValueError("masked_lm_prob must be in (0, 1), got %r" % self.masked_lm_prob)
+        if not 0.0 <= self.short_seq_prob <= 1.0:
+            raise ValueError("short_seq_prob must be in [0, 1], got %r" % self.short_seq_prob)
+        if self.dupe_factor < 1:
+            raise ValueError("dupe_factor must be >= 1, got %d" % self.dupe_factor)
+        if self.masking not in masking.MASKING_STRATEGIES:
+            raise ValueError("Unknown masking %r; choose one of: %s"
+                             % (self.masking, ", ".join(masking.MASKING_STRATEGIES)))
+        if self.do_whole_word_mask and self.masking not in ("token", "whole_word"):
+            raise ValueError("do_whole_word_mask means masking=whole_word; it cannot be "
+                             "combined with masking=%s" % self.masking)
+        if self.sentence_objective not in SENTENCE_OBJECTIVES:
+            raise ValueError("Unknown sentence_objective %r; choose one of: %s"
+                             % (self.sentence_objective, ", ".join(SENTENCE_OBJECTIVES)))
+        if (self.chinese_word_segmentation
+                and self.resolved_masking() not in masking.WORD_LEVEL_STRATEGIES):
+            raise ValueError("chinese_word_segmentation gives word boundaries to word-level "
+                             "masking (%s); it has no effect with masking=%s"
+                             % (", ".join(sorted(masking.WORD_LEVEL_STRATEGIES)),
+                                self.resolved_masking()))
+        if self.replace_per_unit not in (None, True, False):
+            raise ValueError("replace_per_unit must be None, True or False, got %r"
+                             % (self.replace_per_unit,))
+        self.masking_strategy()  # checks the strategy's own options
+
+
+def chunk_rng(random_seed, chunk_index):
+    """The random stream of one chunk: a function of the seed and chunk index only.
+
+    Chunk 0 uses the seed itself, so a corpus that fits one chunk gets exactly
+    the stream Google's script would use.
+    """
+    if chunk_index == 0:
+        return random.Random(random_seed)
+    return random.Random("%d/%d" % (random_seed, chunk_index))
+
+
+class ChunkResult(object):
+    """Serialised examples of one chunk plus its statistics."""
+
+    def __init__(self):
+        self.examples = []
+        self.stats = corpus_lib.ReadStats()
+        self.num_documents = 0
+        self.num_instances = 0
+        self.num_tokens = 0
+        self.num_masked = 0
+        self.num_random_next = 0
+        self.first_instances = []
+
+
+class ChunkProcessor(object):
+    """Turns chunks of raw documents into serialised pre-training examples."""
+
+    def __init__(self, options, tokenizer=None, keep_first_instances=0):
+        options.validate()
+        self.options = options
+        self.tokenizer = tokenizer or tokenization.FullTokenizer(
+            options.vocab_file, options.do_lower_case)
+        tokenization.check_vocab_special_tokens(self.tokenizer.vocab, options.vocab_file)
+        self.vocab_words = list(self.tokenizer.vocab.keys())
+        self.keep_first_instances = keep_first_instances
+        self.masker = masking.Masker(options.masking_strategy(), options.masked_lm_prob,
+                                     options.max_predictions_per_seq, self.vocab_words,
+                                     options.replace_per_unit)
+        # jieba is loaded once per process (the processor is built once per worker).
+        self.segmenter = (masking.ChineseWordSegmenter()
+                          if options.chinese_word_segmentation else None)
+
+    def tokenize_documents(self, documents, stats):
+        """Tokenizes raw documents; drops empty lines and empty documents."""
+        return self.tokenize_documents_with_word_starts(documents, stats)[0]
+
+    def tokenize_documents_with_word_starts(self, documents, stats):
+        """Tokenizes raw documents, with word boundaries when segmenting.
+
+        Returns:
+          (all_documents, all_word_starts): documents as lists of sentences
+          (lists of tokens); `all_word_starts` is None without word
+          segmentation, else the same nesting with, per token, True where a
+          (jieba) word begins.
+        """
+        all_documents = []
+        all_word_starts = [] if self.segmenter is not None else None
+        for document in documents:
+            sentences = []
+            sentence_starts = []
+            for lineno, raw in document.lines:
+                text = corpus_lib.decode_line(raw, document.path, lineno, stats)
+                if self.segmenter is not None:
+                    tokens, starts = masking.tokenize_with_word_starts(
+                        self.tokenizer, text, self.segmenter)
+                else:
+                    tokens, starts = self.tokenizer.tokenize(text), None
+                if tokens:
+                    sentences.append(tokens)
+                    sentence_starts.append(starts)
+                else:
+                    stats.add("lines without any token (only controls/whitespace)",
+                              "%s:%d" % (document.path, lineno))
+            if not sentences:
+                stats.add("documents without any token skipped",
+                          "%s:%d" % (document.path, document.lines[0][0]))
+                continue
+            if len(sentences) == 1:
+                # Still used: segment B then always comes from another document.
+                stats.add("one-sentence documents (only random-next pairs)",
+                          "%s:%d" % (document.path, document.lines[0][0]))
+            all_documents.append(sentences)
+            if all_word_starts is not None:
+                all_word_starts.append(sentence_starts)
+        return all_documents, all_word_starts
+
+    def process(self, chunk_index, documents):
+        opts = self.options
+        result = ChunkResult()
+        rng = chunk_rng(opts.random_seed, chunk_index)
+        all_documents, all_word_starts = self.tokenize_documents_with_word_starts(
+            documents, result.stats)
+        result.num_documents = len(all_documents)
+        if not all_documents:
+            return result
+        if all_word_starts is None:
+            rng.shuffle(all_documents)
+        else:
+            # The same random calls as shuffling the documents (a shuffle's
+            # draws depend only on the length), applied to both lists.
+            order = list(range(len(all_documents)))
+            rng.shuffle(order)
+            all_documents = [all_documents[k] for k in order]
+            all_word_starts = [all_word_starts[k] for k in order]
+        instances = []
+        for _ in range(opts.dupe_factor):
+            for document_index in range(len(all_documents)):
+                instances.extend(create_instances_from_document(
+                    all_documents, document_index, opts.max_seq_length,
+                    opts.short_seq_prob, opts.masked_lm_prob,
+                    opts.max_predictions_per_seq, self.vocab_words, rng,
+                    masker=self.masker, sentence_objective=opts.sentence_objective,
+                    all_word_starts=all_word_starts))
+        rng.shuffle(instances)
+        vocab = self.tokenizer.vocab
+        for instance in instances:
+            int_features, float_features = instance_to_features(
+                instance, vocab, opts.max_seq_length, opts.max_predictions_per_seq)
+            result.examples.append(example_proto.serialize_example(
+                int_features, float_features))
+            result.num_tokens += len(instance.tokens)
+            result.num_masked += len(instance.masked_lm_positions)
+            result.num_random_next += int(instance.is_random_next)
+        result.num_instances = len(instances)
+        if chunk_index == 0:
+            result.first_instances = instances[:self.keep_first_instances]
+        return result
+
+
+# Worker-process state: one ChunkProcessor per process, built once.
+_WORKER_PROCESSOR = None
+
+
+def init_worker(options, keep_first_instances=0):
+    global _WORKER_PROCESSOR
+    _WORKER_PROCESSOR = ChunkProcessor(options, keep_first_instances=keep_first_instances)
+
+
+def process_chunk_in_worker(chunk_index, documents):
+    return _WORKER_PROCESSOR.process(chunk_index, documents)

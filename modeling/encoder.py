@@ -1,0 +1,152 @@
+"""The encoder interface objectives, tasks and serving code rely on.
+
+An encoder is a Keras model called with a dict of features (`input_ids`, and
+where the family uses them `input_mask`, `segment_ids`, `attention_mask`,
+`position_ids`) that returns a dict:
+
+    sequence_output  [batch, seq, hidden]  last layer
+    encoder_outputs  list of [batch, seq, hidden], one per layer
+    embedding_output [batch, seq, hidden]  the first layer's input
+    pooled_output    [batch, hidden]       only for families with a pooler
+    attention_probs  list of [batch, heads, seq, seq], when asked for
+
+and has an `embedding_table` property (the word embedding variable, tied to
+output layers). `EncoderBase` implements the loop over layers once for the
+BERT-shaped families (BERT, ALBERT, ...): a subclass says how to embed and
+how to apply one layer.
+"""
+
+import keras
+
+from modeling.layers import padding_attention_mask
+
+__all__ = ["EncoderBase"]
+
+
+class EncoderBase(keras.Model):
+    """What BERT-shaped encoders share: input unpacking, call, config.
+
+    A subclass sets `_CONFIG_FIELDS` (constructor arguments mirrored by
+    `get_config`) and implements `_embed` (ids to the first layer's input,
+    plus any extra outputs) and `_apply_layer` (one layer's forward pass);
+    `call` runs embeddings, layers and (when the subclass has a `pooler`)
+    the pooler on the first position, and returns the output dict documented
+    in the module docstring.
+    """
+
+    _CONFIG_FIELDS = ()
+    _EXTRA_CONFIG_FIELDS = ("layer_norm_epsilon", "output_attention_probs")
+
+    @property
+    def embedding_table(self):
+        """The word embedding variable (`[vocab_size, width]`).
+
+        Tied output layers (the MLM decoder) multiply by its transpose.
+        """
+        return self.embeddings.word_embeddings
+
+    def _embed(self, input_ids, segment_ids, position_ids, training):
+        """Returns `(first layer input, {extra output name: tensor})`."""
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement _embed (EncoderBase subclass)."
+        )
+
+    def _apply_layer(self, index, hidden, attention_mask, training):
+        """Returns `(layer output, [attention probs of each block applied])`."""
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement _apply_layer (EncoderBase subclass)."
+        )
+
+    @staticmethod
+    def _unpack_inputs(inputs, input_mask, segment_ids):
+        attention_mask = position_ids = None
+        if isinstance(inputs, dict):
+            # Other keys (labels, masked_lm_*) are ignored, so a whole
+            # pre-training batch can be passed as is.
+            if "input_ids" not in inputs:
+                raise ValueError("BertEncoder inputs need an 'input_ids' entry.")
+            input_ids = inputs["input_ids"]
+            input_mask = inputs.get("input_mask", input_mask)
+            segment_ids = inputs.get("segment_ids", segment_ids)
+            attention_mask = inputs.get("attention_mask")
+            position_ids = inputs.get("position_ids")
+        elif isinstance(inputs, (list, tuple)):
+            if not 1 <= len(inputs) <= 3:
+                raise ValueError(
+                    "Positional BertEncoder inputs are (input_ids[, input_mask"
+                    f"[, segment_ids]]); got {len(inputs)} tensors."
+                )
+            input_ids = inputs[0]
+            if len(inputs) > 1:
+                input_mask = inputs[1]
+            if len(inputs) > 2:
+                segment_ids = inputs[2]
+        else:
+            input_ids = inputs
+        return input_ids, input_mask, segment_ids, attention_mask, position_ids
+
+    def call(
+        self,
+        inputs,
+        input_mask=None,
+        segment_ids=None,
+        training=None,
+        output_attention_probs=None,
+    ):
+        input_ids, input_mask, segment_ids, attention_mask, position_ids = (
+            self._unpack_inputs(inputs, input_mask, segment_ids)
+        )
+        if output_attention_probs is None:
+            output_attention_probs = self.output_attention_probs
+
+        embedding_output, extra_outputs = self._embed(
+            input_ids, segment_ids, position_ids, training
+        )
+        if attention_mask is None and input_mask is not None:
+            attention_mask = padding_attention_mask(input_mask)
+
+        hidden = embedding_output
+        encoder_outputs, attention_probs = [], []
+        for index in range(self.num_hidden_layers):
+            hidden, probs = self._apply_layer(index, hidden, attention_mask, training)
+            encoder_outputs.append(hidden)
+            attention_probs.extend(probs)
+
+        outputs = {
+            "sequence_output": hidden,
+            "encoder_outputs": encoder_outputs,
+            "embedding_output": embedding_output,
+        }
+        if getattr(self, "pooler", None) is not None:
+            outputs["pooled_output"] = self.pooler(hidden[:, 0, :])
+        outputs.update(extra_outputs)
+        if output_attention_probs:
+            outputs["attention_probs"] = attention_probs
+        return outputs
+
+    def get_config(self):
+        config = {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.saving.serialize_keras_object(self.dtype_policy),
+        }
+        for field in self._CONFIG_FIELDS + self._EXTRA_CONFIG_FIELDS:
+            config[field] = getattr(self, field)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+    @classmethod
+    def _args_from_config_object(cls, config_object):
+        """Constructor arguments from a config object (`BertConfig`, ...).
+
+        Its `_CONFIG_FIELDS`, plus `layer_norm_epsilon` when the config's
+        extra keys carry one (HF's `layer_norm_eps` lands there).
+        """
+        args = {field: getattr(config_object, field) for field in cls._CONFIG_FIELDS}
+        extra = getattr(config_object, "extra", None) or {}
+        if "layer_norm_epsilon" in extra:
+            args["layer_norm_epsilon"] = float(extra["layer_norm_epsilon"])
+        return args

@@ -1,0 +1,144 @@
+"""Multi-head scaled dot-product self-attention; what may attend to what is data."""
+
+import math
+
+import keras
+import tensorflow as tf
+
+from modeling.layers.activations import truncated_normal_initializer
+from modeling.layers.common import MASK_ADDER
+from modeling.layers.common import PACKAGE as _PACKAGE
+
+__all__ = ["MultiHeadSelfAttention"]
+
+
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class MultiHeadSelfAttention(keras.layers.Layer):
+    """Multi-head scaled dot-product self-attention with a data-driven mask.
+
+    The projections are four ordinary `Dense(hidden_size)` layers with
+    `[hidden, hidden]` kernels, exactly the shapes of Google's checkpoint:
+
+        `query`, `key`, `value`  -> .../attention/self/{query,key,value}
+        `output_dense`           -> .../attention/output/dense
+
+    Call args:
+        hidden_states: `[batch, seq, hidden]`.
+        attention_mask: optional, broadcastable to `[batch, seq_q, seq_k]`
+            (or `[batch, heads, seq_q, seq_k]`); bool or 0/1 numbers,
+            1/True meaning "may attend". Masked scores get -10000 added,
+            as in google-research/bert.
+        attention_bias: optional additive float bias broadcastable to
+            `[batch, heads, seq_q, seq_k]` (relative positions, custom
+            masks already in additive form).
+        training: enables dropout on the attention probabilities.
+        cache: optional `(key, value)` of earlier positions, each
+            `[batch, heads, past, head_size]` (incremental decoding): the new
+            positions' keys and values are appended to them, and the mask
+            then covers `[seq_q, past + seq_q]`.
+        return_cache: also return the `(key, value)` of all positions seen.
+
+    Returns:
+        `(output [batch, seq, hidden], probs [batch, heads, seq_q, seq_k])`;
+        `probs` are the softmax before dropout (what probing analyses want).
+        With `return_cache=True`, `(output, probs, (key, value))`.
+    """
+
+    def __init__(
+        self,
+        hidden_size,
+        num_attention_heads,
+        attention_probs_dropout_prob=0.1,
+        initializer_range=0.02,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if hidden_size % num_attention_heads:
+            raise ValueError(
+                f"hidden_size ({hidden_size}) must be a multiple of "
+                f"num_attention_heads ({num_attention_heads})."
+            )
+        self.hidden_size = hidden_size
+        self.num_attention_heads = num_attention_heads
+        self.attention_probs_dropout_prob = attention_probs_dropout_prob
+        self.initializer_range = initializer_range
+        self.head_size = hidden_size // num_attention_heads
+
+        def dense(name):
+            return keras.layers.Dense(
+                hidden_size,
+                kernel_initializer=truncated_normal_initializer(initializer_range),
+                dtype=self.dtype_policy,
+                name=name,
+            )
+
+        self.query = dense("query")
+        self.key = dense("key")
+        self.value = dense("value")
+        self.output_dense = dense("output_dense")
+        self.dropout = keras.layers.Dropout(
+            attention_probs_dropout_prob, dtype=self.dtype_policy, name="dropout"
+        )
+
+    def build(self, input_shape=None):
+        if self.built:
+            return
+        for layer in (self.query, self.key, self.value, self.output_dense):
+            layer.build((None, None, self.hidden_size))
+
+    def _split_heads(self, x, batch_size):
+        # [batch, seq, hidden] -> [batch, heads, seq, head_size]
+        x = tf.reshape(x, [batch_size, -1, self.num_attention_heads, self.head_size])
+        return tf.transpose(x, [0, 2, 1, 3])
+
+    def call(
+        self, hidden_states, attention_mask=None, attention_bias=None, training=None,
+        cache=None, return_cache=False,
+    ):
+        batch_size = tf.shape(hidden_states)[0]
+        query = self._split_heads(self.query(hidden_states), batch_size)
+        key = self._split_heads(self.key(hidden_states), batch_size)
+        value = self._split_heads(self.value(hidden_states), batch_size)
+        if cache is not None:
+            key = tf.concat([tf.cast(cache[0], key.dtype), key], axis=2)
+            value = tf.concat([tf.cast(cache[1], value.dtype), value], axis=2)
+
+        # Scale the query rather than the scores: same result, smaller tensor.
+        query = query * tf.cast(1.0 / math.sqrt(self.head_size), query.dtype)
+        scores = tf.matmul(query, key, transpose_b=True)
+        # Mask and softmax in float32: -10000 and exp() are unsafe in float16.
+        scores = tf.cast(scores, "float32")
+        if attention_mask is not None:
+            mask = tf.cast(attention_mask, "float32")
+            if mask.shape.rank == 3:
+                mask = mask[:, tf.newaxis, :, :]
+            scores += (1.0 - mask) * MASK_ADDER
+        if attention_bias is not None:
+            scores += tf.cast(attention_bias, "float32")
+        probs = tf.nn.softmax(scores, axis=-1)
+        probs = tf.cast(probs, self.compute_dtype)
+        dropped = self.dropout(probs, training=training)
+
+        context = tf.matmul(dropped, value)  # [batch, heads, seq, head_size]
+        context = tf.transpose(context, [0, 2, 1, 3])
+        context = tf.reshape(context, [batch_size, -1, self.hidden_size])
+        if return_cache:
+            return self.output_dense(context), probs, (key, value)
+        return self.output_dense(context), probs
+
+    def compute_output_shape(self, input_shape):
+        batch, seq = input_shape[0], input_shape[1]
+        return (
+            (batch, seq, self.hidden_size),
+            (batch, self.num_attention_heads, seq, seq),
+        )
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            hidden_size=self.hidden_size,
+            num_attention_heads=self.num_attention_heads,
+            attention_probs_dropout_prob=self.attention_probs_dropout_prob,
+            initializer_range=self.initializer_range,
+        )
+        return config

@@ -1,0 +1,120 @@
+"""Token embeddings: BERT's word + position + token-type sum."""
+
+import keras
+import tensorflow as tf
+
+from modeling.layers.activations import truncated_normal_initializer
+from modeling.layers.common import LAYER_NORM_EPSILON
+from modeling.layers.common import PACKAGE as _PACKAGE
+
+__all__ = ["BertEmbeddings"]
+
+
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class BertEmbeddings(keras.layers.Layer):
+    """Word + position + token-type embeddings, then LayerNorm and dropout.
+
+    Weights (Google name in brackets):
+        `word_embeddings` [vocab, hidden] (bert/embeddings/word_embeddings),
+        `position_embeddings` [max_positions, hidden]
+        (bert/embeddings/position_embeddings),
+        `token_type_embeddings` [type_vocab, hidden]
+        (bert/embeddings/token_type_embeddings),
+        `layer_norm.gamma` / `.beta` (bert/embeddings/LayerNorm/gamma|beta).
+
+    Call args:
+        input_ids: int `[batch, seq]`.
+        segment_ids: int `[batch, seq]` token type ids, default all 0.
+        position_ids: int `[batch, seq]` or `[seq]`, default `0..seq-1`.
+        training: enables dropout.
+
+    Returns:
+        `[batch, seq, hidden]` in the layer's compute dtype.
+    """
+
+    def __init__(
+        self,
+        vocab_size,
+        hidden_size,
+        max_position_embeddings=512,
+        type_vocab_size=16,
+        initializer_range=0.02,
+        hidden_dropout_prob=0.1,
+        layer_norm_epsilon=LAYER_NORM_EPSILON,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.max_position_embeddings = max_position_embeddings
+        self.type_vocab_size = type_vocab_size
+        self.initializer_range = initializer_range
+        self.hidden_dropout_prob = hidden_dropout_prob
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="LayerNorm"
+        )
+        self.dropout = keras.layers.Dropout(
+            hidden_dropout_prob, dtype=self.dtype_policy, name="dropout"
+        )
+
+    def build(self, input_shape=None):
+        if self.built:
+            return
+        init = truncated_normal_initializer(self.initializer_range)
+        self.word_embeddings = self.add_weight(
+            name="word_embeddings",
+            shape=(self.vocab_size, self.hidden_size),
+            initializer=init,
+        )
+        self.position_embeddings = self.add_weight(
+            name="position_embeddings",
+            shape=(self.max_position_embeddings, self.hidden_size),
+            initializer=init,
+        )
+        self.token_type_embeddings = self.add_weight(
+            name="token_type_embeddings",
+            shape=(self.type_vocab_size, self.hidden_size),
+            initializer=init,
+        )
+        self.layer_norm.build((None, None, self.hidden_size))
+
+    def call(self, input_ids, segment_ids=None, position_ids=None, training=None):
+        input_ids = tf.convert_to_tensor(input_ids)
+        seq_length = tf.shape(input_ids)[1]
+        static_length = input_ids.shape[1]
+        if static_length is not None and static_length > self.max_position_embeddings:
+            raise ValueError(
+                f"Sequence length {static_length} exceeds "
+                f"max_position_embeddings={self.max_position_embeddings}."
+            )
+        embeddings = tf.gather(self.word_embeddings, input_ids)
+        if position_ids is None:
+            # [seq, hidden], broadcast over the batch.
+            positions = self.position_embeddings[:seq_length]
+        else:
+            positions = tf.gather(self.position_embeddings, position_ids)
+        embeddings = embeddings + positions
+        if segment_ids is None:
+            segment_ids = tf.zeros_like(input_ids)
+        embeddings = embeddings + tf.gather(self.token_type_embeddings, segment_ids)
+        embeddings = self.layer_norm(embeddings)
+        return self.dropout(embeddings, training=training)
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape) + (self.hidden_size,)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            vocab_size=self.vocab_size,
+            hidden_size=self.hidden_size,
+            max_position_embeddings=self.max_position_embeddings,
+            type_vocab_size=self.type_vocab_size,
+            initializer_range=self.initializer_range,
+            hidden_dropout_prob=self.hidden_dropout_prob,
+            layer_norm_epsilon=self.layer_norm_epsilon,
+        )
+        return config
+
+

@@ -1,0 +1,320 @@
+"""Transformer blocks: post-LN (BERT, GPT) and pre-LN (GPT-2) from the same two halves.
+
+* `AttentionSublayer`: post-LN `LayerNorm(x + Dropout(Attention(x)))`, or with
+  `norm_first=True` pre-LN `x + Dropout(Attention(LayerNorm(x)))`.
+* `FeedForwardSublayer`: the same with `Dense_out(act(Dense_in(.)))`.
+* `TransformerBlock`: the two in turn; `norm_first` picks the order.
+
+The variable paths do not depend on `norm_first` (the LayerNorm of a half is
+`<half>/LayerNorm` in both orders), so a family's checkpoint name table only
+says where its own names go.
+"""
+
+import keras
+import tensorflow as tf
+
+from modeling.layers.activations import get_activation
+from modeling.layers.activations import truncated_normal_initializer
+from modeling.layers.attention import MultiHeadSelfAttention
+from modeling.layers.common import LAYER_NORM_EPSILON
+from modeling.layers.common import PACKAGE as _PACKAGE
+
+__all__ = ["AttentionSublayer", "FeedForwardSublayer", "TransformerBlock"]
+
+
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class AttentionSublayer(keras.layers.Layer):
+    """`LayerNorm(x + Dropout(MultiHeadSelfAttention(x)))`: a block's first half.
+
+    `TransformerBlock` is this followed by a `FeedForwardSublayer`; ALBERT
+    shares each half across layers on its own.
+
+    Sub-layers: `attention` (`MultiHeadSelfAttention`), `layer_norm`.
+
+    Call args: `hidden_states` `[batch, seq, hidden]`, `attention_mask`,
+    `attention_bias`, `training` (see `MultiHeadSelfAttention`).
+
+    Returns:
+        `(output [batch, seq, hidden], attention_probs)`.
+    """
+
+    def __init__(
+        self,
+        hidden_size,
+        num_attention_heads,
+        hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.1,
+        initializer_range=0.02,
+        layer_norm_epsilon=LAYER_NORM_EPSILON,
+        norm_first=False,
+        output_initializer_range=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+        self.num_attention_heads = num_attention_heads
+        self.hidden_dropout_prob = hidden_dropout_prob
+        self.attention_probs_dropout_prob = attention_probs_dropout_prob
+        self.initializer_range = initializer_range
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.norm_first = norm_first
+        self.output_initializer_range = output_initializer_range
+        policy = self.dtype_policy
+        self.attention = MultiHeadSelfAttention(
+            hidden_size,
+            num_attention_heads,
+            attention_probs_dropout_prob=attention_probs_dropout_prob,
+            initializer_range=initializer_range,
+            dtype=policy,
+            name="attention",
+        )
+        if output_initializer_range is not None:
+            # GPT-2: residual projections scaled by 1/sqrt(2 x layers).
+            self.attention.output_dense.kernel_initializer = truncated_normal_initializer(
+                output_initializer_range)
+        self.dropout = keras.layers.Dropout(
+            hidden_dropout_prob, dtype=policy, name="dropout"
+        )
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype=policy, name="LayerNorm"
+        )
+
+    def build(self, input_shape=None):
+        if self.built:
+            return
+        shape = (None, None, self.hidden_size)
+        self.attention.build(shape)
+        self.layer_norm.build(shape)
+
+    def call(
+        self, hidden_states, attention_mask=None, attention_bias=None, training=None,
+        cache=None, return_cache=False,
+    ):
+        inputs = self.layer_norm(hidden_states) if self.norm_first else hidden_states
+        outputs = self.attention(
+            inputs,
+            attention_mask=attention_mask,
+            attention_bias=attention_bias,
+            training=training,
+            cache=cache,
+            return_cache=return_cache,
+        )
+        output = self.dropout(outputs[0], training=training)
+        output = output + hidden_states
+        if not self.norm_first:
+            output = self.layer_norm(output)
+        return (output,) + tuple(outputs[1:])
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            hidden_size=self.hidden_size,
+            num_attention_heads=self.num_attention_heads,
+            hidden_dropout_prob=self.hidden_dropout_prob,
+            attention_probs_dropout_prob=self.attention_probs_dropout_prob,
+            initializer_range=self.initializer_range,
+            layer_norm_epsilon=self.layer_norm_epsilon,
+            norm_first=self.norm_first,
+            output_initializer_range=self.output_initializer_range,
+        )
+        return config
+
+
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class FeedForwardSublayer(keras.layers.Layer):
+    """`LayerNorm(x + Dropout(Dense_out(act(Dense_in(x)))))`: a block's second half.
+
+    Sub-layers: `intermediate` (`Dense(intermediate_size)`), `output_dense`
+    (`Dense(hidden_size)`), `layer_norm`.
+    """
+
+    def __init__(
+        self,
+        hidden_size,
+        intermediate_size,
+        hidden_act="gelu",
+        hidden_dropout_prob=0.1,
+        initializer_range=0.02,
+        layer_norm_epsilon=LAYER_NORM_EPSILON,
+        norm_first=False,
+        output_initializer_range=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+        self.intermediate_size = intermediate_size
+        self.hidden_act = hidden_act
+        self.hidden_dropout_prob = hidden_dropout_prob
+        self.initializer_range = initializer_range
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.norm_first = norm_first
+        self.output_initializer_range = output_initializer_range
+        self._activation = get_activation(hidden_act)
+        policy = self.dtype_policy
+        init = truncated_normal_initializer(initializer_range)
+        self.intermediate = keras.layers.Dense(
+            intermediate_size, kernel_initializer=init, dtype=policy,
+            name="intermediate",
+        )
+        self.output_dense = keras.layers.Dense(
+            hidden_size,
+            kernel_initializer=truncated_normal_initializer(
+                output_initializer_range if output_initializer_range is not None
+                else initializer_range),
+            dtype=policy, name="output_dense"
+        )
+        self.dropout = keras.layers.Dropout(
+            hidden_dropout_prob, dtype=policy, name="dropout"
+        )
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype=policy, name="LayerNorm"
+        )
+
+    def build(self, input_shape=None):
+        if self.built:
+            return
+        shape = (None, None, self.hidden_size)
+        self.intermediate.build(shape)
+        self.output_dense.build((None, None, self.intermediate_size))
+        self.layer_norm.build(shape)
+
+    def call(self, hidden_states, training=None):
+        inputs = self.layer_norm(hidden_states) if self.norm_first else hidden_states
+        output = self.output_dense(self._activation(self.intermediate(inputs)))
+        output = self.dropout(output, training=training) + hidden_states
+        return output if self.norm_first else self.layer_norm(output)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            hidden_size=self.hidden_size,
+            intermediate_size=self.intermediate_size,
+            hidden_act=self.hidden_act,
+            hidden_dropout_prob=self.hidden_dropout_prob,
+            initializer_range=self.initializer_range,
+            layer_norm_epsilon=self.layer_norm_epsilon,
+            norm_first=self.norm_first,
+            output_initializer_range=self.output_initializer_range,
+        )
+        return config
+
+
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class TransformerBlock(keras.layers.Layer):
+    """One post-LayerNorm Transformer encoder block, as in BERT.
+
+        a = LayerNorm(x + Dropout(Attention(x, mask)))      AttentionSublayer
+        y = LayerNorm(a + Dropout(Dense_out(act(Dense_in(a)))))  FeedForwardSublayer
+
+    Sub-layers (Google name under bert/encoder/layer_N/ in brackets):
+        `attention_sublayer.attention` (`MultiHeadSelfAttention`:
+        attention/self/*, attention/output/dense),
+        `attention_sublayer.layer_norm` (attention/output/LayerNorm),
+        `ffn_sublayer.intermediate` (intermediate/dense),
+        `ffn_sublayer.output_dense` (output/dense),
+        `ffn_sublayer.layer_norm` (output/LayerNorm).
+
+    `norm_first=True` gives the pre-LN block of GPT-2:
+
+        a = x + Dropout(Attention(LayerNorm(x), mask))
+        y = a + Dropout(Dense_out(act(Dense_in(LayerNorm(a)))))
+
+    `output_initializer_range` (GPT-2: 0.02 / sqrt(2 x layers)) initialises the
+    two residual output projections; `None` uses `initializer_range`.
+
+    `hidden_act` is an activation name (see `get_activation`), so that the
+    block's config stays serialisable.
+
+    Call args: `hidden_states`, `attention_mask`, `attention_bias`,
+    `training` as for `MultiHeadSelfAttention`.
+
+    Returns:
+        `(output [batch, seq, hidden], attention_probs)`.
+    """
+
+    def __init__(
+        self,
+        hidden_size,
+        num_attention_heads,
+        intermediate_size,
+        hidden_act="gelu",
+        hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.1,
+        initializer_range=0.02,
+        layer_norm_epsilon=LAYER_NORM_EPSILON,
+        norm_first=False,
+        output_initializer_range=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+        self.num_attention_heads = num_attention_heads
+        self.norm_first = norm_first
+        self.output_initializer_range = output_initializer_range
+        self.intermediate_size = intermediate_size
+        self.hidden_act = hidden_act
+        self.hidden_dropout_prob = hidden_dropout_prob
+        self.attention_probs_dropout_prob = attention_probs_dropout_prob
+        self.initializer_range = initializer_range
+        self.layer_norm_epsilon = layer_norm_epsilon
+        common = dict(
+            hidden_size=hidden_size,
+            hidden_dropout_prob=hidden_dropout_prob,
+            initializer_range=initializer_range,
+            layer_norm_epsilon=layer_norm_epsilon,
+            norm_first=norm_first,
+            output_initializer_range=output_initializer_range,
+            dtype=self.dtype_policy,
+        )
+        self.attention_sublayer = AttentionSublayer(
+            num_attention_heads=num_attention_heads,
+            attention_probs_dropout_prob=attention_probs_dropout_prob,
+            name="attention_sublayer",
+            **common,
+        )
+        self.ffn_sublayer = FeedForwardSublayer(
+            intermediate_size=intermediate_size,
+            hidden_act=hidden_act,
+            name="ffn_sublayer",
+            **common,
+        )
+
+    def build(self, input_shape=None):
+        if self.built:
+            return
+        hidden_shape = (None, None, self.hidden_size)
+        self.attention_sublayer.build(hidden_shape)
+        self.ffn_sublayer.build(hidden_shape)
+
+    def call(
+        self, hidden_states, attention_mask=None, attention_bias=None, training=None,
+        cache=None, return_cache=False,
+    ):
+        outputs = self.attention_sublayer(
+            hidden_states,
+            attention_mask=attention_mask,
+            attention_bias=attention_bias,
+            training=training,
+            cache=cache,
+            return_cache=return_cache,
+        )
+        return (self.ffn_sublayer(outputs[0], training=training),) + tuple(outputs[1:])
+
+    def compute_output_shape(self, input_shape):
+        return self.attention_sublayer.attention.compute_output_shape(input_shape)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            hidden_size=self.hidden_size,
+            num_attention_heads=self.num_attention_heads,
+            intermediate_size=self.intermediate_size,
+            hidden_act=self.hidden_act,
+            hidden_dropout_prob=self.hidden_dropout_prob,
+            attention_probs_dropout_prob=self.attention_probs_dropout_prob,
+            initializer_range=self.initializer_range,
+            layer_norm_epsilon=self.layer_norm_epsilon,
+            norm_first=self.norm_first,
+            output_initializer_range=self.output_initializer_range,
+        )
+        return config

@@ -1,0 +1,80 @@
+"""The contract of a pre-training input pipeline.
+
+A pipeline turns inputs (TFRecord patterns or raw text files, whatever it
+reads) into batches of feature dicts for the trainer, and makes the demo
+job's inputs from the bundled corpus:
+
+    pipeline = registry.pipelines.get(name)(recipe_data, PipelineOptions(...))
+    pipeline.vocab_size()                  size of its vocabulary
+    pipeline.demo_inputs(train_texts, eval_texts, work_dir)
+                                           -> (train_inputs, eval_inputs)
+    pipeline.input_fn(inputs, is_training, batch_size)
+                                           -> input_fn(input_context=None)
+    pipeline.baseline_batches(inputs, max_examples)
+                                           -> NumPy feature batches, read once
+                                              (for the objectives' baselines)
+
+`recipe_data` holds the recipe file's `data` options (masking strategy,
+packing, ...); `PipelineOptions` the run's (vocabulary, lengths, seed).
+"""
+
+import dataclasses
+from typing import Optional
+
+__all__ = ["Pipeline", "PipelineOptions"]
+
+
+@dataclasses.dataclass
+class PipelineOptions:
+    """What a run tells every pipeline (`run_pretraining.py`'s flags)."""
+
+    vocab_file: Optional[str] = None
+    merges_file: Optional[str] = None
+    do_lower_case: bool = True
+    max_seq_length: int = 128
+    max_predictions_per_seq: int = 20
+    seed: Optional[int] = None
+
+
+class Pipeline:
+    """Base class; see the module docstring."""
+
+    #: Vocabulary files of the bundled sample corpus (repository-relative),
+    #: used by the demo job when no --vocab_file is given.
+    demo_vocab_files = {"vocab_file": "data/sample/vocab.txt"}
+
+    def __init__(self, recipe_data, options):
+        self.data = dict(recipe_data or {})
+        self.options = options
+
+    def vocab_size(self):
+        raise NotImplementedError("%s must implement vocab_size()" % type(self).__name__)
+
+    def demo_inputs(self, train_texts, eval_texts, work_dir):
+        """Makes this pipeline's inputs from plain-text training and held-out files."""
+        raise NotImplementedError("%s must implement demo_inputs()" % type(self).__name__)
+
+    def input_fn(self, inputs, is_training, batch_size):
+        raise NotImplementedError("%s must implement input_fn()" % type(self).__name__)
+
+    def check_inputs(self, inputs):
+        """Raises a clear error when `inputs` name nothing readable."""
+        from data import corpus  # pylint: disable=g-import-not-at-top
+        corpus.expand_file_patterns(inputs)
+
+    def baseline_batches(self, inputs, max_examples, batch_size=256):
+        """Yields NumPy feature dicts of at most `max_examples` examples, in order."""
+        dataset = self.input_fn(inputs, is_training=False, batch_size=batch_size)(None)
+        seen = 0
+        for batch in dataset:
+            batch = {k: v.numpy() for k, v in batch.items()}
+            size = len(next(iter(batch.values())))
+            if seen + size > max_examples:
+                batch = {k: v[:max_examples - seen] for k, v in batch.items()}
+                size = max_examples - seen
+            if size <= 0:
+                return
+            yield batch
+            seen += size
+            if seen >= max_examples:
+                return

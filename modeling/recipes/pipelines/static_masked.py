@@ -1,0 +1,60 @@
+"""Google's pre-training TFRecords: instances masked once, `dupe_factor` times.
+
+Inputs are TFRecord patterns written by `run/create_pretraining_data.py`
+(feature names `input_ids`, `input_mask`, `segment_ids`,
+`masked_lm_positions`, `masked_lm_ids`, `masked_lm_weights`,
+`next_sentence_labels`). The recipe's `data` holds the options of
+`create_pretraining_data.py` that the demo job uses to make them (masking
+strategy, sentence objective, Chinese word segmentation).
+"""
+
+import os
+
+from absl import logging
+
+from data import input_pipeline
+from data import tokenization
+from data.pretraining import instances
+from data.pretraining import writer
+from modeling import registry
+from modeling.recipes.pipelines.base import Pipeline
+
+
+@registry.pipelines.register("static_masked")
+class StaticMaskedPipeline(Pipeline):
+    """TFRecords of statically masked instances (see the module docstring)."""
+
+    # The demo job's data: ten differently masked copies of the training
+    # text (Google's dupe_factor), one of the held-out text.
+    demo_dupe_factor = {"train": 10, "eval": 1}
+    demo_seeds = {"train": 12345, "eval": 54321}
+
+    def vocab_size(self):
+        return len(tokenization.load_vocab(self.options.vocab_file))
+
+    def demo_inputs(self, train_texts, eval_texts, work_dir):
+        options = self.options
+        tag = "seq%d_pred%d" % (options.max_seq_length, options.max_predictions_per_seq)
+        tag += "".join("_%s-%s" % (k, v) for k, v in sorted(self.data.items()))
+        outputs = []
+        for split, texts in (("train", train_texts), ("eval", eval_texts)):
+            path = os.path.join(work_dir, "sample_%s_%s.tfrecord" % (split, tag))
+            if not os.path.exists(path):
+                instance_options = instances.InstanceOptions(
+                    vocab_file=options.vocab_file, do_lower_case=options.do_lower_case,
+                    max_seq_length=options.max_seq_length,
+                    max_predictions_per_seq=options.max_predictions_per_seq,
+                    random_seed=self.demo_seeds[split],
+                    dupe_factor=self.demo_dupe_factor[split], masked_lm_prob=0.15,
+                    short_seq_prob=0.1, do_whole_word_mask=False, **self.data)
+                summary = writer.create_pretraining_data(list(texts), [path], instance_options)
+                logging.info("Built %s: %d instances", path, summary.instances)
+            outputs.append(path)
+        return outputs[0], outputs[1]
+
+    def input_fn(self, inputs, is_training, batch_size):
+        options = self.options
+        kwargs = {"seed": options.seed} if is_training else {"repeat": True}
+        return input_pipeline.pretraining_input_fn_builder(
+            inputs, options.max_seq_length, options.max_predictions_per_seq,
+            is_training=is_training, batch_size=batch_size, **kwargs)

@@ -1,0 +1,245 @@
+"""The pre-training job as a library call: what `run/run_pretraining.py` runs.
+
+    from modeling.recipes import pretraining
+    results = pretraining.run(pretraining.PretrainingJob(recipe="bert", demo=True))
+
+`PretrainingJob` holds Google's `run_pretraining.py` flags (and this
+project's) as fields; `run(job)` reads the recipe, builds the model, the
+input pipeline and the trainer, trains, evaluates, and scores every
+objective's context-free baseline on the same held-out data. Nothing here
+knows a family or an objective by name: the recipe's registered parts say
+everything.
+
+The demo job (`demo=True`) splits the bundled corpus by documents (every
+tenth document held out, `data.corpus.split_documents`), makes the
+pipeline's inputs from each part, trains on one and evaluates on the other.
+"""
+
+import dataclasses
+import os
+from typing import Optional
+
+from absl import logging
+import keras
+import tensorflow as tf
+
+from data import corpus
+from modeling import checkpoints
+from modeling import recipes
+from modeling import registry
+from modeling.recipes.pipelines.base import PipelineOptions
+from modeling.training import distribute
+from modeling.training import optimization
+from modeling.training import trainer as trainer_lib
+
+__all__ = ["DEMO_DEFAULTS", "PretrainingJob", "REPO_ROOT", "SAMPLE_DIR", "run"]
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SAMPLE_DIR = os.path.join(REPO_ROOT, "data", "sample")
+
+# The demo job: a tiny model trained for a few minutes on two CPU cores.
+# `run_pretraining.py` applies each value only when its flag is not given;
+# `PretrainingJob.for_demo()` applies them all.
+DEMO_DEFAULTS = dict(
+    output_dir=os.path.join("output", "pretraining_sample"),
+    do_train=True, do_eval=True, train_batch_size=32, eval_batch_size=32,
+    learning_rate=1e-3, num_train_steps=1000, num_warmup_steps=100,
+    save_checkpoints_steps=500, max_eval_steps=50, max_seq_length=64,
+    max_predictions_per_seq=10, seed=12345, log_steps=100,
+)
+
+# Examples of the training data counted for the baselines' frequencies.
+BASELINE_TRAIN_EXAMPLES = 20000
+
+
+@dataclasses.dataclass
+class PretrainingJob:
+    """Everything a pre-training run needs (see `run/run_pretraining.py`)."""
+
+    output_dir: Optional[str] = None
+    recipe: str = "bert"
+    input_file: Optional[str] = None
+    eval_input_file: Optional[str] = None
+    bert_config_file: Optional[str] = None
+    init_checkpoint: Optional[str] = None
+    vocab_file: Optional[str] = None
+    merges_file: Optional[str] = None
+    do_lower_case: bool = True
+    max_seq_length: int = 128
+    max_predictions_per_seq: int = 20
+    do_train: bool = False
+    do_eval: bool = False
+    train_batch_size: int = 32
+    eval_batch_size: int = 8
+    learning_rate: float = 5e-5
+    num_train_steps: int = 100000
+    num_warmup_steps: int = 10000
+    save_checkpoints_steps: int = 1000
+    max_eval_steps: int = 100
+    distribution_strategy: str = "one_device"
+    tpu: Optional[str] = None
+    num_gpus: Optional[int] = None
+    all_reduce_alg: Optional[str] = None
+    use_xla: bool = False
+    xla_optimizer_update: bool = True
+    mixed_precision: Optional[str] = None
+    optimizer: str = "adamw"
+    gradient_accumulation_steps: int = 1
+    keep_checkpoint_max: int = 5
+    log_steps: int = 100
+    seed: Optional[int] = None
+    demo: bool = False
+
+    @classmethod
+    def for_demo(cls, **overrides):
+        """The demo job (`DEMO_DEFAULTS`), with `overrides` on top."""
+        values = dict(DEMO_DEFAULTS, demo=True)
+        values.update(overrides)
+        return cls(**values)
+
+
+def _demo_vocab(pipeline_class, job):
+    """Fills the job's vocabulary files from the pipeline's bundled defaults."""
+    for name, relative in pipeline_class.demo_vocab_files.items():
+        if not getattr(job, name):
+            setattr(job, name, os.path.join(REPO_ROOT, relative))
+
+
+def _load_config(recipe, job, pipeline):
+    if job.bert_config_file:
+        return recipe.load_config(job.bert_config_file)
+    if not job.demo:
+        raise ValueError("--bert_config_file is required with --input_file")
+    return recipe.demo_config(pipeline.vocab_size())
+
+
+def _strategy(job):
+    strategy = distribute.get_strategy(job.distribution_strategy, job.num_gpus, job.tpu,
+                                       job.all_reduce_alg)
+    logging.info("Strategy: %s with %d replica(s)", type(strategy).__name__,
+                 strategy.num_replicas_in_sync)
+    return strategy
+
+
+def baselines(model, pipeline, train_inputs, eval_inputs, max_eval_examples,
+              eval_batch_size):
+    """Every objective's context-free baseline on the evaluation data."""
+    results = {}
+    for objective in model.objectives:
+        results.update(objective.context_free_baseline(
+            pipeline.baseline_batches(train_inputs, BASELINE_TRAIN_EXAMPLES),
+            pipeline.baseline_batches(eval_inputs, max_eval_examples, eval_batch_size)))
+    return results
+
+
+def report_lines(model, results):
+    """One line per objective: its loss beside its baseline's loss."""
+    lines = []
+    for objective in model.objectives:
+        name = objective.name
+        kind = objective.baseline_kind
+        pairs = [(metric, results.get("%s_%s" % (name, metric)),
+                  results.get("%s_baseline_%s_%s" % (kind, name, metric)))
+                 for metric in ("loss", "accuracy")]
+        parts = []
+        for metric, value, baseline in pairs:
+            if value is None or baseline is None:
+                continue
+            better = value < baseline if metric == "loss" else value > baseline
+            parts.append("%s %.4f vs %s baseline %.4f (%s)" % (
+                metric, value, kind, baseline, "better" if better else "NOT better"))
+        if parts:
+            lines.append("%s: %s" % (name, "; ".join(parts)))
+    return lines
+
+
+def run(job):
+    """Runs `job` (train and/or evaluate); returns the evaluation results or {}."""
+    if not job.demo and not job.output_dir:
+        raise ValueError("--output_dir is required with --input_file")
+    if not job.do_train and not job.do_eval:
+        raise ValueError("At least one of `do_train` or `do_eval` must be True.")
+    if job.seed is not None:
+        keras.utils.set_random_seed(job.seed)
+    if job.mixed_precision:
+        keras.mixed_precision.set_global_policy("mixed_" + job.mixed_precision)
+
+    recipe = recipes.load_recipe(job.recipe)
+    logging.info("Recipe %s: %s", recipe.name, recipe.description)
+    pipeline_class = registry.pipelines.get(recipe.pipeline)
+    if job.demo:
+        _demo_vocab(pipeline_class, job)
+    pipeline = recipe.build_pipeline(PipelineOptions(
+        vocab_file=job.vocab_file, merges_file=job.merges_file,
+        do_lower_case=job.do_lower_case, max_seq_length=job.max_seq_length,
+        max_predictions_per_seq=job.max_predictions_per_seq, seed=job.seed))
+    config = _load_config(recipe, job, pipeline)
+    max_positions = getattr(config, "max_position_embeddings", None)
+    if max_positions is not None and job.max_seq_length > max_positions:
+        raise ValueError("--max_seq_length=%d exceeds max_position_embeddings=%d of the "
+                         "model config" % (job.max_seq_length, max_positions))
+
+    output_dir = job.output_dir
+    tf.io.gfile.makedirs(output_dir)
+    config_path = os.path.join(output_dir, recipe.family.config_file_name)
+    if not tf.io.gfile.exists(config_path):
+        config.to_json_file(config_path)
+
+    if job.demo:
+        texts = sorted(tf.io.gfile.glob(os.path.join(SAMPLE_DIR, "sample_*.txt")))
+        data_dir = os.path.join(output_dir, "data")
+        train_texts, eval_texts = corpus.split_documents(texts, os.path.join(data_dir, "text"))
+        train_inputs, eval_inputs = pipeline.demo_inputs(train_texts, eval_texts, data_dir)
+    else:
+        train_inputs = job.input_file
+        eval_inputs = job.eval_input_file or job.input_file  # Google evaluates on its input
+        pipeline.check_inputs(train_inputs)
+        if job.eval_input_file:
+            pipeline.check_inputs(eval_inputs)
+
+    strategy = _strategy(job)
+
+    def init_fn(model):
+        if job.init_checkpoint:
+            # Google TF1 checkpoints, this project's, or HF safetensors; a
+            # checkpoint without pre-training heads starts them fresh.
+            checkpoints.init_from_checkpoint(model, job.init_checkpoint,
+                                             allow_missing_heads=True)
+
+    trainer = trainer_lib.Trainer(
+        strategy,
+        model_fn=lambda: recipe.build_model(config),
+        optimizer_fn=lambda: optimization.create_optimizer(
+            job.learning_rate, job.num_train_steps, job.num_warmup_steps,
+            optimizer_type=job.optimizer,
+            gradient_accumulation_steps=job.gradient_accumulation_steps,
+            jit_update=job.xla_optimizer_update),
+        model_dir=output_dir, train_batch_size=job.train_batch_size,
+        num_train_steps=job.num_train_steps,
+        save_checkpoints_steps=job.save_checkpoints_steps,
+        keep_checkpoint_max=job.keep_checkpoint_max, log_steps=job.log_steps,
+        gradient_accumulation_steps=job.gradient_accumulation_steps,
+        use_xla=job.use_xla, init_fn=init_fn)
+
+    if job.do_train:
+        trainer.train(pipeline.input_fn(train_inputs, True, job.train_batch_size))
+    results = {}
+    if job.do_eval:
+        results = trainer.evaluate(pipeline.input_fn(eval_inputs, False, job.eval_batch_size),
+                                   job.max_eval_steps)
+        model = trainer.model
+        results.update(baselines(model, pipeline, train_inputs, eval_inputs,
+                                 job.max_eval_steps * job.eval_batch_size,
+                                 job.eval_batch_size))
+        for objective in model.objectives:
+            results.update(objective.derived_metrics(dict(results)))
+        if trainer.is_chief:
+            trainer_lib.write_eval_results(results, os.path.join(output_dir, "eval_results.txt"))
+        print("***** Eval results *****")
+        for key in sorted(results):
+            print("  %s = %s" % (key, results[key]))
+        for line in report_lines(model, results):
+            print(line)
+    print("Checkpoints:  %s" % os.path.abspath(output_dir))
+    print("TensorBoard:  tensorboard --logdir %s" % os.path.abspath(output_dir))
+    return results

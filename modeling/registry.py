@@ -1,0 +1,170 @@
+"""Registries: the parts of the library find each other by name.
+
+A part registers itself next to its definition:
+
+    from modeling import registry
+
+    @registry.encoders.register("bert")
+    class BertEncoder(EncoderBase): ...
+
+and whoever needs it asks by name (`registry.encoders.get("bert")`), so that
+recipes, run scripts, the checkpoint loaders and the trainer never branch on a
+family's name. The registries:
+
+    families     a model family: its config class, config loader, encoder
+                 class, demo config and checkpoint name tables (`Family`)
+    encoders     encoder/network classes (`from_config_object(config)`)
+    objectives   pre-training objectives: `factory(config, family) -> Objective`
+    pipelines    pre-training input pipelines (`modeling.recipes.pipelines`)
+    tasks        fine-tuning task models
+
+Built-in parts live in the packages of `modeling` and `data`; they register
+when imported, and `discover()` imports them all (every sub-package of
+`modeling`, every module of `modeling.objectives`, `modeling.tasks` and
+`modeling.recipes.pipelines`). A user's own module registers its parts the
+same way and is loaded with `load_user_module(path)` (`--recipe_module`).
+"""
+
+import dataclasses
+import importlib
+import importlib.util
+import os
+import pkgutil
+import sys
+from typing import Any, Callable, Optional
+
+__all__ = ["Family", "Registry", "RegistryError", "discover", "families", "encoders",
+           "objectives", "pipelines", "tasks", "load_user_module"]
+
+
+class RegistryError(KeyError):
+    """An unknown name, or a name registered twice."""
+
+    def __str__(self):
+        return str(self.args[0]) if self.args else ""
+
+
+class Registry:
+    """A name -> object table with a clear error for unknown names."""
+
+    def __init__(self, kind):
+        self.kind = kind
+        self._items = {}
+
+    def register(self, name, obj=None, *, override=False):
+        """Registers `obj` under `name`; without `obj`, returns a decorator."""
+        def add(value):
+            if not override and name in self._items and self._items[name] is not value:
+                raise RegistryError("%s %r is registered twice (%r and %r)"
+                                    % (self.kind, name, self._items[name], value))
+            self._items[name] = value
+            return value
+        return add if obj is None else add(obj)
+
+    def get(self, name):
+        if name not in self._items:
+            discover()
+        if name not in self._items:
+            raise RegistryError("unknown %s %r; known: %s"
+                                % (self.kind, name, ", ".join(self.names()) or "none"))
+        return self._items[name]
+
+    def __contains__(self, name):
+        if name not in self._items:
+            discover()
+        return name in self._items
+
+    def names(self):
+        discover()
+        return sorted(self._items)
+
+    def items(self):
+        discover()
+        return sorted(self._items.items())
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """What the generic code needs to know about one model family.
+
+    Attributes:
+        name: registry name ("bert", "albert", "gpt2", ...).
+        config_class: its config class (`from_dict`, `to_json_file`, ...).
+        load_config: `path -> config`; reads the family's own JSON format and,
+            where the family has one, HF's `config.json`.
+        build_encoder: `(config, **kwargs) -> encoder/network`.
+        demo_config: `vocab_size -> config` of the tiny model of demo jobs.
+        config_file_name: the file name the family's config is saved under
+            (`bert_config.json`, `albert_config.json`, `config.json`).
+        name_tables: checkpoint name tables by format (e.g. "google_tf1",
+            "hf"): `encoder -> [(external name, model getter, transform)]`,
+            see `modeling.checkpoints.name_tables`.
+        head_activation: `config -> activation` of the pre-training heads
+            (ALBERT's "gelu" is the tanh approximation).
+        is_encoder: a callable telling whether a model object is this
+            family's encoder/network.
+    """
+
+    name: str
+    config_class: Any
+    load_config: Callable
+    build_encoder: Callable
+    demo_config: Callable
+    config_file_name: str = "bert_config.json"
+    name_tables: dict = dataclasses.field(default_factory=dict)
+    head_activation: Optional[Callable] = None
+    is_encoder: Optional[Callable] = None
+
+    def activation(self, config):
+        if self.head_activation is not None:
+            return self.head_activation(config)
+        return getattr(config, "hidden_act", "gelu")
+
+
+families = Registry("model family")
+encoders = Registry("encoder")
+objectives = Registry("objective")
+pipelines = Registry("input pipeline")
+tasks = Registry("task")
+
+_DISCOVERED = []
+_PACKAGES_TO_SCAN = ("modeling.objectives", "modeling.tasks", "modeling.recipes.pipelines")
+
+
+def _import_submodules(package_name):
+    package = importlib.import_module(package_name)
+    for info in pkgutil.iter_modules(package.__path__):
+        if not info.name.startswith("_"):
+            importlib.import_module("%s.%s" % (package_name, info.name))
+
+
+def discover():
+    """Imports every built-in part once, so that all of them are registered."""
+    if _DISCOVERED:
+        return
+    _DISCOVERED.append(True)
+    import modeling  # pylint: disable=g-import-not-at-top
+    for info in pkgutil.iter_modules(modeling.__path__):
+        if info.ispkg and not info.name.startswith("_"):
+            importlib.import_module("modeling.%s" % info.name)
+    for name in _PACKAGES_TO_SCAN:
+        _import_submodules(name)
+
+
+def load_user_module(path):
+    """Imports a user's Python file (which registers its own parts by import)."""
+    path = os.path.abspath(os.fspath(path))
+    if not os.path.isfile(path):
+        raise FileNotFoundError("--recipe_module: no such file %s" % path)
+    name = "user_parts_%s" % os.path.splitext(os.path.basename(path))[0]
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception:
+        del sys.modules[name]
+        raise
+    return module

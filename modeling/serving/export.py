@@ -1,0 +1,117 @@
+"""SavedModels for serving: raw strings in, model outputs out.
+
+The tokenizer runs inside the graph (`data.graph_tokenizer.GraphTokenizer`,
+which gives the ids of Google's `FullTokenizer`), followed by Google's input
+packing: ``[CLS] A [SEP]`` or ``[CLS] A [SEP] B [SEP]``, the pair truncated
+by removing tokens from the end of the longer segment, padded to
+`max_seq_length` with `input_mask` and `segment_ids`. A serving system sends
+text and gets probabilities back; no Python tokenization on the client.
+
+Two signatures are exported:
+
+* ``serving_default(text_a)`` for single texts,
+* ``serving_pair(text_a, text_b)`` for sentence pairs,
+
+each taking a `[batch]` string tensor and returning a dict of tensors.
+"""
+
+import os
+import shutil
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from data import tokenization
+from data.tokenizers.wordpiece import GraphTokenizer
+
+
+def _default_outputs(outputs):
+    if isinstance(outputs, dict):
+        return dict(outputs)
+    return {"outputs": outputs}
+
+
+class TextModelServer(tf.Module):
+    """A `tf.Module` wrapping a Keras model with in-graph tokenization and packing.
+
+    Args:
+      model: a Keras model called as ``model({"input_ids", "input_mask",
+        "segment_ids"}, training=False)``.
+      vocab_file / do_lower_case: the model's tokenizer.
+      max_seq_length: packed length.
+      output_fn: maps the model's output to the dict the signatures return
+        (default: the model's dict as it is, or ``{"outputs": tensor}``).
+    """
+
+    def __init__(self, model, vocab_file, do_lower_case, max_seq_length, output_fn=None,
+                 name=None):
+        super().__init__(name=name)
+        if max_seq_length < 3:
+            raise ValueError("max_seq_length must be at least 3, got %d" % max_seq_length)
+        # Keras models saved as attributes bring their own auto-generated
+        # (float-input) serving signature into the SavedModel; keep the model
+        # out of the object graph and track its variables directly instead.
+        self.__dict__["model"] = model
+        dummy = tf.zeros([1, max_seq_length], tf.int32)
+        model({"input_ids": dummy, "input_mask": dummy, "segment_ids": dummy},
+              training=False)  # creates any variable built lazily
+        self.model_variables = [getattr(v, "value", v) for v in getattr(model, "variables", [])]
+        self.tokenizer = GraphTokenizer(vocab_file, do_lower_case)
+        vocab = tokenization.load_vocab(vocab_file)
+        tokenization.check_vocab_special_tokens(
+            vocab, vocab_file, required=(tokenization.CLS_TOKEN, tokenization.SEP_TOKEN))
+        self.cls_id = vocab[tokenization.CLS_TOKEN]
+        self.sep_id = vocab[tokenization.SEP_TOKEN]
+        self.max_seq_length = max_seq_length
+        self._output_fn = output_fn or _default_outputs
+
+    def pack(self, segments):
+        """Google's packing of 1 or 2 tokenized segments into model features."""
+        budget = self.max_seq_length - (len(segments) + 1)
+        segments = [tf.cast(s, tf.int32) for s in segments]
+        # Round-robin allocation gives Google's "trim the longer segment
+        # from its end" result for one and two segments.
+        segments = tf_text.RoundRobinTrimmer(max_seq_length=budget).trim(segments)
+        ids, segment_ids = tf_text.combine_segments(
+            segments, start_of_sequence_id=self.cls_id, end_of_segment_id=self.sep_id)
+        input_ids, input_mask = tf_text.pad_model_inputs(ids, self.max_seq_length)
+        segment_ids, _ = tf_text.pad_model_inputs(segment_ids, self.max_seq_length)
+        return {"input_ids": tf.cast(input_ids, tf.int32),
+                "input_mask": tf.cast(input_mask, tf.int32),
+                "segment_ids": tf.cast(segment_ids, tf.int32)}
+
+    def _run(self, segments):
+        features = self.pack([self.tokenizer.tokenize(s) for s in segments])
+        return self._output_fn(self.model(features, training=False))
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text_a")])
+    def serve(self, text_a):
+        return self._run([text_a])
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text_a"),
+                                  tf.TensorSpec([None], tf.string, name="text_b")])
+    def serve_pair(self, text_a, text_b):
+        return self._run([text_a, text_b])
+
+
+def export_text_model(model, export_dir, vocab_file, do_lower_case, max_seq_length,
+                      output_fn=None):
+    """Saves a SavedModel with ``serving_default`` and ``serving_pair``.
+
+    Written to a temporary folder and moved into place, so `export_dir` is
+    either the complete new export or left as it was.
+
+    Returns:
+      the `TextModelServer` that was saved.
+    """
+    server = TextModelServer(model, vocab_file, do_lower_case, max_seq_length, output_fn)
+    export_dir = os.path.abspath(export_dir)
+    tmp = export_dir + ".tmp-export"
+    if tf.io.gfile.exists(tmp):
+        tf.io.gfile.rmtree(tmp)
+    tf.saved_model.save(server, tmp, signatures={
+        "serving_default": server.serve, "serving_pair": server.serve_pair})
+    if tf.io.gfile.exists(export_dir):
+        shutil.rmtree(export_dir)
+    os.replace(tmp, export_dir)
+    return server

@@ -1,0 +1,473 @@
+"""The one training loop every run script uses.
+
+A custom loop under `tf.distribute` rather than `model.fit` (Keras 3's fit
+does not work under MultiWorkerMirroredStrategy, keras-team/keras#20585, and
+a custom loop gives exact control over accumulation, checkpoints and resume).
+
+Contract with the model: it has a method
+``compute_loss_and_metrics(features, training) -> (loss, metrics)`` where
+`loss` is this replica's scalar loss and `metrics` maps names to
+``(sum, count)`` pairs (summed over replicas and steps, shown as sum/count).
+Objectives only contribute losses and metrics; everything else lives here:
+
+* one optimizer update per step, from `gradient_accumulation_steps`
+  micro-batches (the optimizer accumulates, clips and applies; see
+  `modeling.optimization`);
+* checkpoints of model + optimizer (step, slots, accumulators, and the count
+  of micro-batches consumed, which is the input position) every
+  `save_checkpoints_steps`, and automatic resume from the latest one: a run
+  killed at any moment restarts from its last checkpoint with identical
+  state, and skips the batches it already trained on (with a seeded input
+  pipeline, it then sees exactly the batches an uninterrupted run would);
+* TensorBoard scalars (every metric, learning rate, gradient norm,
+  examples/sec) under ``model_dir/train`` and ``model_dir/eval``;
+* a progress line with steps/sec and the time left.
+"""
+
+import collections
+import os
+import time
+
+from absl import logging
+import keras
+import numpy as np
+import tensorflow as tf
+
+from modeling.training import distribute
+
+
+def _as_int(variable):
+    """A scalar (Keras or tf.distribute) variable's value as a Python int."""
+    value = getattr(variable, "value", variable)
+    return int(tf.get_static_value(tf.convert_to_tensor(value)))
+
+
+def _format_seconds(seconds):
+    seconds = int(max(0, seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    if hours:
+        return "%dh%02dm" % (hours, minutes)
+    if minutes:
+        return "%dm%02ds" % (minutes, seconds)
+    return "%ds" % seconds
+
+
+class MetricTotals(object):
+    """Running (sum, count) totals of the metrics a step returns."""
+
+    def __init__(self):
+        self.sums = collections.OrderedDict()
+
+    def add(self, metrics):
+        for name, (total, count) in metrics.items():
+            s, c = self.sums.get(name, (0.0, 0.0))
+            self.sums[name] = (s + float(total), c + float(count))
+
+    def result(self):
+        return collections.OrderedDict(
+            (name, s / c if c else 0.0) for name, (s, c) in self.sums.items())
+
+    def reset(self):
+        self.sums.clear()
+
+
+class Trainer(object):
+    """Trains and evaluates a model under a `tf.distribute` strategy.
+
+    Args:
+      strategy: a `tf.distribute.Strategy` (see `modeling.distribute`).
+      model_fn: () -> model with `compute_loss_and_metrics`; called under
+        the strategy's scope.
+      optimizer_fn: () -> optimizer (see `modeling.optimization`); called
+        under the strategy's scope.
+      model_dir: checkpoints go here, TensorBoard logs in `train/`, `eval/`.
+      train_batch_size: global batch size of one micro-batch (for
+        examples/sec).
+      num_train_steps: optimizer updates to train for in total (a resumed
+        run continues up to the same total).
+      save_checkpoints_steps: checkpoint every this many updates.
+      keep_checkpoint_max: checkpoints kept.
+      log_steps: updates between progress lines and TensorBoard points.
+      gradient_accumulation_steps: micro-batches per update; must match the
+        optimizer's setting.
+      use_xla: compile the forward and backward pass with XLA.
+      init_fn: optional `fn(model)` run once when there is no checkpoint to
+        resume from (e.g. loading `--init_checkpoint`).
+      checkpoint_data_position: on resume, skip the micro-batches already
+        consumed (counted by the optimizer, so it is in every checkpoint),
+        so a resumed run continues with the next unseen batch.
+      loss_scale: dynamic loss scaling (wraps the optimizer in Keras's
+        `LossScaleOptimizer`); None: on when the global dtype policy is
+        mixed_float16 (bfloat16 needs none).
+    """
+
+    def __init__(self, strategy, model_fn, optimizer_fn, model_dir, train_batch_size,
+                 num_train_steps, save_checkpoints_steps=1000, keep_checkpoint_max=5,
+                 log_steps=100, gradient_accumulation_steps=1, use_xla=False,
+                 init_fn=None, checkpoint_data_position=True, loss_scale=None):
+        self.strategy = strategy
+        self.model_dir = model_dir
+        self.train_batch_size = train_batch_size
+        self.num_train_steps = int(num_train_steps)
+        self.save_checkpoints_steps = max(1, int(save_checkpoints_steps))
+        self.keep_checkpoint_max = keep_checkpoint_max
+        self.log_steps = max(1, int(log_steps))
+        self.accumulation_steps = max(1, int(gradient_accumulation_steps))
+        self.use_xla = use_xla
+        self.init_fn = init_fn
+        self.checkpoint_data_position = checkpoint_data_position
+        self.is_chief = distribute.is_chief(strategy)
+        if loss_scale is None:
+            loss_scale = keras.mixed_precision.global_policy().name == "mixed_float16"
+        self.loss_scale = loss_scale
+        with strategy.scope():
+            self.model = model_fn()
+            self.optimizer = optimizer_fn()
+            if loss_scale:
+                self.optimizer = keras.optimizers.LossScaleOptimizer(self.optimizer)
+            # Slots and accumulators exist before step 1, so a checkpoint can
+            # restore them and strategy.run never has to create variables.
+            self.optimizer.build(self.model.trainable_variables)
+        # The optimizer that counts micro-steps and reports gradient norms
+        # (inside the loss-scale wrapper, if any).
+        self._base_optimizer = getattr(self.optimizer, "inner_optimizer", self.optimizer)
+        opt_steps = getattr(self._base_optimizer, "accumulation_steps", 1)
+        if opt_steps != self.accumulation_steps:
+            raise ValueError("The optimizer accumulates %d micro-batches but the trainer "
+                             "was given gradient_accumulation_steps=%d"
+                             % (opt_steps, self.accumulation_steps))
+        self._train_step = None
+        self._eval_step = None
+        self.history = []
+
+    # ------------------------------------------------------------------ steps
+
+    @property
+    def global_step(self):
+        """The optimizer's update counter (a variable)."""
+        return self.optimizer.iterations
+
+    def current_step(self):
+        """Updates done so far, as a Python int."""
+        return _as_int(self.optimizer.iterations)
+
+    def _loss_and_grads(self, features):
+        with tf.GradientTape() as tape:
+            loss, metrics = self.model.compute_loss_and_metrics(features, training=True)
+            # The optimizer SUMS gradients over replicas: scale so that the
+            # update uses the mean over the global batch.
+            scaled = loss / self.strategy.num_replicas_in_sync
+            if self.loss_scale:
+                scaled = self.optimizer.scale_loss(scaled)
+        variables = self.model.trainable_variables
+        grads = tape.gradient(scaled, variables)
+        return grads, metrics
+
+    def _build_train_step(self):
+        loss_and_grads = self._loss_and_grads
+        if self.use_xla:
+            loss_and_grads = tf.function(loss_and_grads, jit_compile=True)
+        model, optimizer, strategy = self.model, self.optimizer, self.strategy
+
+        def replica_step(features):
+            grads, metrics = loss_and_grads(features)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            return metrics
+
+        @tf.function
+        def train_step(iterator):
+            totals = None
+            for _ in range(self.accumulation_steps):
+                per_replica = strategy.run(replica_step, args=(next(iterator),))
+                reduced = tf.nest.map_structure(
+                    lambda t: strategy.reduce(tf.distribute.ReduceOp.SUM, t, axis=None),
+                    per_replica)
+                totals = reduced if totals is None else tf.nest.map_structure(
+                    tf.add, totals, reduced)
+            return totals
+
+        return train_step
+
+    def _build_eval_step(self):
+        model, strategy = self.model, self.strategy
+
+        def replica_step(features):
+            _, metrics = model.compute_loss_and_metrics(features, training=False)
+            return metrics
+
+        @tf.function
+        def eval_step(iterator):
+            per_replica = strategy.run(replica_step, args=(next(iterator),))
+            return tf.nest.map_structure(
+                lambda t: strategy.reduce(tf.distribute.ReduceOp.SUM, t, axis=None),
+                per_replica)
+
+        return eval_step
+
+    # ------------------------------------------------------------- checkpoint
+
+    def _checkpoint_dir(self):
+        if self.is_chief:
+            return self.model_dir
+        # Every worker must take part in saving (the variables are
+        # mirrored), but only the chief's files are kept.
+        resolver = self.strategy.cluster_resolver
+        return os.path.join(self.model_dir, ".worker_tmp",
+                            "%s_%d" % (resolver.task_type, resolver.task_id))
+
+    def _make_manager(self):
+        checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer)
+        manager = tf.train.CheckpointManager(
+            checkpoint, directory=self._checkpoint_dir(),
+            max_to_keep=self.keep_checkpoint_max, checkpoint_name="ckpt",
+            step_counter=self.optimizer.iterations)
+        return checkpoint, manager
+
+    def latest_checkpoint(self):
+        return tf.train.latest_checkpoint(self.model_dir)
+
+    def restore_or_initialize(self):
+        """Resumes from the latest checkpoint in model_dir, else runs init_fn.
+
+        Returns:
+          the path restored from, or None.
+        """
+        checkpoint, _ = self._make_manager()
+        latest = tf.train.latest_checkpoint(self.model_dir)
+        if latest:
+            status = checkpoint.restore(latest)
+            status.assert_existing_objects_matched()
+            logging.info("Resumed from %s at step %d", latest, _as_int(self.global_step))
+            return latest
+        if self.init_fn is not None:
+            self.init_fn(self.model)
+        return None
+
+    # ------------------------------------------------------------------ train
+
+    def train(self, train_input_fn):
+        """Trains up to `num_train_steps`, resuming if a checkpoint exists.
+
+        Args:
+          train_input_fn: `fn(input_context) -> tf.data.Dataset` of
+            per-replica batches (see `data.input_pipeline`).
+
+        Returns:
+          the metrics of the last logging window (dict name -> float).
+        """
+        checkpoint, manager = self._make_manager()
+        self.restore_or_initialize()
+        input_fn = train_input_fn
+        consumed = _as_int(getattr(self._base_optimizer, "micro_steps",
+                                  self.optimizer.iterations))
+        if consumed and self.checkpoint_data_position:
+            input_fn = self._skipping_input_fn(train_input_fn, consumed)
+        dataset = self.strategy.distribute_datasets_from_function(input_fn)
+        iterator = iter(dataset)
+        if self._train_step is None:
+            self._train_step = self._build_train_step()
+        writer = (tf.summary.create_file_writer(os.path.join(self.model_dir, "train"))
+                  if self.is_chief else tf.summary.create_noop_writer())
+        step = _as_int(self.global_step)
+        start_step = step
+        totals = MetricTotals()
+        window_start = time.time()
+        window_step = step
+        run_start = time.time()
+        last = {}
+        if step >= self.num_train_steps:
+            logging.info("Already trained to step %d (num_train_steps=%d).",
+                         step, self.num_train_steps)
+        while step < self.num_train_steps:
+            metrics = self._train_step(iterator)
+            step = _as_int(self.global_step)
+            totals.add(metrics)
+            if step % self.log_steps == 0 or step == self.num_train_steps:
+                now = time.time()
+                elapsed = max(now - window_start, 1e-9)
+                steps_per_sec = (step - window_step) / elapsed
+                last = totals.result()
+                last["learning_rate"] = float(self._current_learning_rate())
+                last["steps_per_second"] = steps_per_sec
+                last["examples_per_second"] = (
+                    steps_per_sec * self.train_batch_size * self.accumulation_steps)
+                norm = getattr(self._base_optimizer, "gradient_norm", None)
+                if norm is not None:
+                    last["gradient_norm"] = float(norm.numpy())
+                with writer.as_default(step=step):
+                    for name, value in last.items():
+                        tf.summary.scalar(name, value)
+                done = (step - start_step) / max(now - run_start, 1e-9)
+                eta = (self.num_train_steps - step) / max(done, 1e-9)
+                logging.info(
+                    "step %d/%d  %s  %.2f steps/s  ETA %s", step, self.num_train_steps,
+                    "  ".join("%s=%.4g" % (k, v) for k, v in last.items()
+                              if k not in ("steps_per_second", "examples_per_second")),
+                    steps_per_sec, _format_seconds(eta))
+                self.history.append((step, dict(last)))
+                totals.reset()
+                window_start, window_step = time.time(), step
+            if step % self.save_checkpoints_steps == 0 or step == self.num_train_steps:
+                path = manager.save(checkpoint_number=step)
+                if self.is_chief:
+                    logging.info("Saved checkpoint %s", path)
+        writer.flush()
+        return last
+
+    def _skipping_input_fn(self, input_fn, consumed_steps):
+        """Wraps `input_fn` to skip what `consumed_steps` micro-steps read.
+
+        Each micro-step takes one batch per local replica from its worker's
+        input pipeline.
+        """
+        strategy = self.strategy
+
+        def skipping(input_context):
+            dataset = input_fn(input_context)
+            pipelines = input_context.num_input_pipelines if input_context else 1
+            per_pipeline = max(1, strategy.num_replicas_in_sync // max(1, pipelines))
+            return dataset.skip(consumed_steps * per_pipeline)
+
+        logging.info("Skipping the %d micro-batches already trained on.", consumed_steps)
+        return skipping
+
+    def _current_learning_rate(self):
+        lr = self._base_optimizer.learning_rate
+        return lr.numpy() if hasattr(lr, "numpy") else lr
+
+    # ------------------------------------------------------------------- eval
+
+    def evaluate(self, eval_input_fn, max_steps, restore=True):
+        """Evaluates for `max_steps` batches; returns Google-style results.
+
+        Returns:
+          dict with every metric (sum/count over all batches) and
+          `global_step`; also written to TensorBoard under `eval/`.
+        """
+        if restore:
+            latest = self.latest_checkpoint()
+            if latest:
+                checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer)
+                checkpoint.restore(latest).expect_partial()
+        if self._eval_step is None:
+            self._eval_step = self._build_eval_step()
+        dataset = self.strategy.distribute_datasets_from_function(eval_input_fn)
+        iterator = iter(dataset)
+        totals = MetricTotals()
+        steps = 0
+        while max_steps is None or steps < max_steps:
+            try:
+                metrics = self._eval_step(iterator)
+            except (StopIteration, tf.errors.OutOfRangeError):
+                break
+            totals.add(metrics)
+            steps += 1
+        results = totals.result()
+        results["global_step"] = _as_int(self.global_step)
+        if self.is_chief:
+            writer = tf.summary.create_file_writer(os.path.join(self.model_dir, "eval"))
+            with writer.as_default(step=results["global_step"]):
+                for name, value in results.items():
+                    if name != "global_step":
+                        tf.summary.scalar(name, value)
+            writer.flush()
+        return results
+
+    # ---------------------------------------------------------------- predict
+
+    def predict(self, predict_input_fn, output_names=None, restore=True):
+        """Runs the model in inference mode; returns numpy arrays in input order.
+
+        Each batch goes through ``model(features, training=False)`` under
+        the strategy (every replica takes its own batch); the per-replica
+        results are put back in the order the input pipeline produced them.
+        Under a multi-worker strategy every worker reads and predicts the
+        whole input (inference needs no cross-worker communication), so
+        each worker gets all predictions, in order.
+
+        Args:
+          predict_input_fn: `fn(input_context) -> tf.data.Dataset` of
+            per-replica batches; finite (read once). A last partial batch is
+            fine.
+          output_names: names of the model's outputs (keys of the dict it
+            returns; a model returning one tensor calls it "output") or of
+            input features to pass through, e.g. "label_ids",
+            "is_real_example"; a model output wins over a feature of the same
+            name. None: all model outputs.
+          restore: first load the latest checkpoint in `model_dir`, if any.
+
+        Returns:
+          dict name -> np.ndarray whose first axis runs over the examples.
+        """
+        if restore:
+            latest = self.latest_checkpoint()
+            if latest:
+                checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer)
+                checkpoint.restore(latest).expect_partial()
+        strategy = self.strategy
+        model = self.model
+        names = tuple(output_names) if output_names is not None else None
+
+        def replica_step(features):
+            outputs = model(features, training=False)
+            if not isinstance(outputs, dict):
+                outputs = {"output": outputs}
+            selected = {}
+            for name in (names if names is not None else tuple(outputs)):
+                if name in outputs:
+                    value = outputs[name]
+                elif name in features:
+                    value = features[name]
+                else:
+                    raise ValueError(
+                        "predict: %r is neither a model output (%s) nor an input feature "
+                        "(%s)." % (name, ", ".join(sorted(outputs)), ", ".join(sorted(features))))
+                if not tf.is_tensor(value):
+                    raise ValueError("predict: output %r is not a single tensor." % name)
+                selected[name] = value
+            return selected
+
+        @tf.function
+        def predict_step(iterator):
+            return strategy.run(replica_step, args=(next(iterator),))
+
+        input_fn = predict_input_fn
+
+        def whole_input_fn(input_context=None):
+            # One pipeline per worker, reading everything: no sharding, so the
+            # local replicas' batches are consecutive batches of the input.
+            if input_context is not None and input_context.num_input_pipelines > 1:
+                local_replicas = max(1, input_context.num_replicas_in_sync //
+                                     input_context.num_input_pipelines)
+                input_context = tf.distribute.InputContext(
+                    num_input_pipelines=1, input_pipeline_id=0,
+                    num_replicas_in_sync=local_replicas)
+            return input_fn(input_context)
+
+        dataset = strategy.distribute_datasets_from_function(whole_input_fn)
+        iterator = iter(dataset)
+        collected = collections.OrderedDict()
+        while True:
+            try:
+                per_replica = predict_step(iterator)
+            except (StopIteration, tf.errors.OutOfRangeError):
+                break
+            for name, value in per_replica.items():
+                parts = collected.setdefault(name, [])
+                for local in strategy.experimental_local_results(value):
+                    parts.append(local.numpy())
+        if names is None:
+            names = tuple(collected)
+        return collections.OrderedDict(
+            (name, np.concatenate(collected[name], axis=0) if name in collected
+             else np.zeros([0])) for name in names)
+
+
+def write_eval_results(results, path):
+    """Writes ``key = value`` lines sorted by key, as Google's scripts do (atomically)."""
+    tmp = path + ".tmp"
+    with tf.io.gfile.GFile(tmp, "w") as writer:
+        for key in sorted(results):
+            writer.write("%s = %s\n" % (key, str(results[key])))
+    tf.io.gfile.rename(tmp, path, overwrite=True)

@@ -1,0 +1,48 @@
+"""Flags shared by every training script (`run_pretraining.py`, `run_classifier.py`, ...).
+
+Scripts import this module from their own folder (`import common_flags`) and
+call `define_trainer_flags()`; `job_from_flags(JobClass)` fills a library
+job dataclass from the flags of the same names, so the library never reads
+absl's FLAGS.
+"""
+
+import dataclasses
+
+from absl import flags
+
+from modeling.training import distribute
+
+FLAGS = flags.FLAGS
+
+
+def define_trainer_flags(optimizer=True):
+    """tf.distribute (instead of TPUEstimator), XLA, precision, checkpoints, logging."""
+    flags.DEFINE_enum("distribution_strategy", "one_device", list(distribute.STRATEGIES),
+                      "How to distribute training. multi_worker_mirrored reads TF_CONFIG.")
+    flags.DEFINE_string("tpu", None, "TPU name or address (with --distribution_strategy=tpu).")
+    flags.DEFINE_integer("num_gpus", None, "GPUs to use (default: all visible).")
+    flags.DEFINE_string("all_reduce_alg", None, "nccl, ring or hierarchical_copy.")
+    flags.DEFINE_bool("use_xla", False, "Compile the forward/backward pass with XLA.")
+    flags.DEFINE_bool("xla_optimizer_update", True,
+                      "Run each variable's optimizer update as one XLA computation (same "
+                      "arithmetic, faster); --noxla_optimizer_update where XLA is unavailable.")
+    flags.DEFINE_enum("mixed_precision", None, ["bfloat16", "float16"],
+                      "Compute in half precision (float16 uses dynamic loss scaling).")
+    if optimizer:
+        flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer.")
+        flags.DEFINE_integer("gradient_accumulation_steps", 1,
+                             "Micro-batches of the training batch size per optimizer update.")
+    flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints to keep.")
+    flags.DEFINE_integer("log_steps", 100,
+                         "Steps between progress lines and TensorBoard points.")
+
+
+def job_from_flags(job_class, **overrides):
+    """A `job_class` dataclass whose fields take the values of the same-named flags."""
+    values = {}
+    for field in dataclasses.fields(job_class):
+        if field.name in overrides:
+            values[field.name] = overrides[field.name]
+        elif field.name in FLAGS:
+            values[field.name] = FLAGS[field.name].value
+    return job_class(**values)
