@@ -96,9 +96,16 @@ class Family:
         demo_config: `vocab_size -> config` of the tiny model of demo jobs.
         config_file_name: the file name the family's config is saved under
             (`bert_config.json`, `albert_config.json`, `config.json`).
-        name_tables: checkpoint name tables by format (e.g. "google_tf1",
-            "hf"): `encoder -> [(external name, model getter, transform)]`,
-            see `modeling.checkpoints.name_tables`.
+        name_tables: checkpoint name tables by format ("google_tf1" for TF1
+            name-based checkpoints, "hf" for Hugging Face safetensors):
+            `modeling.checkpoints.name_tables.NameTable`s, whose rows map
+            stored names to getters from the roots `encoder` and
+            `checkpoint_heads`. A format without a table is refused for the
+            family's models.
+        checkpoint_heads: head roots of those getters: root name ->
+            `(head class, preferred objective name)`. A pretrainer's head of
+            that class fills the root (with several, the objective of the
+            preferred name), e.g. `{"mlm": (MaskedLMHead, "masked_lm")}`.
         head_activation: `config -> activation` of the pre-training heads
             (ALBERT's "gelu" is the tanh approximation).
         is_encoder: a callable telling whether a model object is this
@@ -112,6 +119,7 @@ class Family:
     demo_config: Callable
     config_file_name: str = "bert_config.json"
     name_tables: dict = dataclasses.field(default_factory=dict)
+    checkpoint_heads: dict = dataclasses.field(default_factory=dict)
     head_activation: Optional[Callable] = None
     is_encoder: Optional[Callable] = None
 

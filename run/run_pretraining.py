@@ -99,7 +99,8 @@ def _run(argv):
         main(argv)
     except (corpus.CorpusError, tokenization.VocabError, BertConfigError,
             recipes.RecipeError, registry.RegistryError,
-            checkpoints.CheckpointMismatchError, FileNotFoundError) as e:
+            checkpoints.CheckpointMismatchError, checkpoints.CheckpointFormatError,
+            FileNotFoundError) as e:
         print("run_pretraining: error: %s" % e, file=sys.stderr)
         sys.exit(1)
 

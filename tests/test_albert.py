@@ -1,21 +1,32 @@
-"""Tests of modeling/albert.py, AlbertConfig and load_albert_checkpoint."""
+"""What is particular to ALBERT: AlbertConfig, parameter sharing, checkpoints.
+
+The encoder contract (shapes, NumPy reference in every sharing mode and
+structure, padding, round trips, mixed precision, XLA, SavedModel) and the
+MLM / sentence-order objectives are checked by the shared harness in
+tests/test_encoders.py.
+"""
 
 import json
-import math
 
 import keras
 import numpy as np
 import pytest
+import safetensors.numpy
 import tensorflow as tf
 
 from modeling.albert import AlbertEncoder
 from modeling.recipes import build_albert_pretrainer
 from modeling.checkpoints import (
+    CheckpointFormatError,
     CheckpointMismatchError,
     init_from_checkpoint,
     load_albert_checkpoint,
+    save_google_checkpoint,
 )
+from modeling.training import optimization
+from modeling.training import trainer as trainer_lib
 from modeling.albert.config import AlbertConfig, load_albert_config
+from references import bert_numpy
 
 V, E, H, L, HEADS, I, P, T = 50, 8, 16, 3, 2, 32, 16, 2
 
@@ -135,19 +146,6 @@ def test_groups_follow_albert_formula():
 # ----------------------------------------------------------------- behaviour
 
 
-def test_output_shapes_and_contract():
-    encoder = AlbertEncoder.from_config_object(tiny_config())
-    outputs = encoder(random_inputs(), output_attention_probs=True)
-    assert outputs["sequence_output"].shape == (2, 7, H)
-    assert outputs["pooled_output"].shape == (2, H)
-    assert len(outputs["encoder_outputs"]) == L
-    assert outputs["embedding_output"].shape == (2, 7, H)
-    assert outputs["factorized_embedding_output"].shape == (2, 7, E)
-    assert len(outputs["attention_probs"]) == L
-    assert outputs["attention_probs"][0].shape == (2, HEADS, 7, 7)
-    assert tuple(encoder.embedding_table.shape) == (V, E)
-
-
 def test_shared_layers_really_share():
     encoder = AlbertEncoder.from_config_object(tiny_config())
     outputs = encoder(random_inputs())
@@ -173,138 +171,60 @@ def test_shared_layers_really_share():
     assert n_kernels == 1
 
 
-def test_padding_invariance_at_real_positions():
-    encoder = AlbertEncoder.from_config_object(tiny_config())
-    inputs = random_inputs(batch=2, seq=7, pad_last=3)
-    full = encoder(inputs)["sequence_output"].numpy()
-    short = {k: v[1:2, :4] for k, v in inputs.items()}
-    garbage = dict(inputs)
-    garbage["input_ids"] = inputs["input_ids"].copy()
-    garbage["input_ids"][1, 4:] = (garbage["input_ids"][1, 4:] + 7) % V
-    np.testing.assert_allclose(encoder(short)["sequence_output"].numpy()[0],
-                               full[1, :4], atol=1e-5)
-    np.testing.assert_allclose(encoder(garbage)["sequence_output"].numpy()[1, :4],
-                               full[1, :4], atol=1e-5)
-
-
-def test_get_config_round_trip():
-    encoder = AlbertEncoder.from_config_object(tiny_config(), share_parameters="ffn")
-    clone = keras.saving.deserialize_keras_object(
-        keras.saving.serialize_keras_object(encoder))
-    assert isinstance(clone, AlbertEncoder)
-    assert clone.get_config() == encoder.get_config()
-    clone.set_weights(encoder.get_weights())
-    inputs = random_inputs()
-    np.testing.assert_allclose(clone(inputs)["sequence_output"],
-                               encoder(inputs)["sequence_output"], atol=1e-6)
+def test_projection_only_when_widths_differ():
+    # As in google-research/albert: no embedding_hidden_mapping_in when E == H.
+    assert AlbertEncoder.from_config_object(tiny_config()).embedding_projection is not None
+    same = AlbertEncoder.from_config_object(tiny_config(embedding_size=H))
+    assert same.embedding_projection is None
+    assert not any("embedding_hidden_mapping_in" in v.path for v in same.weights)
+    assert same.count_params() == _counts(V, H, H, I, P, T, L)["all"]
 
 
 # ------------------------------------------------------- NumPy reference
 
 
-def _gelu_tanh(x):
-    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
-
-
-def _layer_norm(x, gamma, beta, eps=1e-12):
-    mean = x.mean(-1, keepdims=True)
-    var = ((x - mean) ** 2).mean(-1, keepdims=True)
-    return (x - mean) / np.sqrt(var + eps) * gamma + beta
-
-
-def reference_forward(w, inputs, layers=L, heads=HEADS):
-    """ALBERT written from the paper, reading google-research/albert names."""
-    ids, mask, seg = inputs["input_ids"], inputs["input_mask"], inputs["segment_ids"]
-    seq = ids.shape[1]
-    x = (w["bert/embeddings/word_embeddings"][ids]
-         + w["bert/embeddings/position_embeddings"][:seq][None]
-         + w["bert/embeddings/token_type_embeddings"][seg])
-    x = _layer_norm(x, w["bert/embeddings/LayerNorm/gamma"],
-                    w["bert/embeddings/LayerNorm/beta"])
-    h = (x @ w["bert/encoder/embedding_hidden_mapping_in/kernel"]
-         + w["bert/encoder/embedding_hidden_mapping_in/bias"])
+def reference_params(w, layers=L):
+    """tests/references/bert_numpy params from google-research/albert names
+    ("all" sharing, one group: the same block in every layer)."""
     g = "bert/encoder/transformer/group_0/inner_group_0/"
-    b, d = h.shape[0], h.shape[-1]
-    size = d // heads
-    adder = (1.0 - mask[:, None, None, :].astype(np.float64)) * -10000.0
 
-    def proj(t, name):
-        return t @ w[g + name + "/kernel"] + w[g + name + "/bias"]
+    def dense(name):
+        return (w[name + "/kernel"], w[name + "/bias"])
 
-    def split(t):
-        return t.reshape(b, seq, heads, size).transpose(0, 2, 1, 3)
+    def norm(name):
+        return (w[name + "/gamma"], w[name + "/beta"])
 
-    for _ in range(layers):
-        q = split(proj(h, "attention_1/self/query"))
-        k = split(proj(h, "attention_1/self/key"))
-        v = split(proj(h, "attention_1/self/value"))
-        scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(size) + adder
-        probs = np.exp(scores - scores.max(-1, keepdims=True))
-        probs /= probs.sum(-1, keepdims=True)
-        context = (probs @ v).transpose(0, 2, 1, 3).reshape(b, seq, d)
-        a = _layer_norm(proj(context, "attention_1/output/dense") + h,
-                        w[g + "LayerNorm/gamma"], w[g + "LayerNorm/beta"])
-        inter = _gelu_tanh(proj(a, "ffn_1/intermediate/dense"))
-        h = _layer_norm(proj(inter, "ffn_1/intermediate/output/dense") + a,
-                        w[g + "LayerNorm_1/gamma"], w[g + "LayerNorm_1/beta"])
-    pooled = np.tanh(h[:, 0] @ w["bert/pooler/dense/kernel"] + w["bert/pooler/dense/bias"])
-    return h, pooled
+    block = {"query": dense(g + "attention_1/self/query"),
+             "key": dense(g + "attention_1/self/key"),
+             "value": dense(g + "attention_1/self/value"),
+             "attention_output": dense(g + "attention_1/output/dense"),
+             "attention_layer_norm": norm(g + "LayerNorm"),
+             "intermediate": dense(g + "ffn_1/intermediate/dense"),
+             "output": dense(g + "ffn_1/intermediate/output/dense"),
+             "output_layer_norm": norm(g + "LayerNorm_1")}
+    return {"word_embeddings": w["bert/embeddings/word_embeddings"],
+            "position_embeddings": w["bert/embeddings/position_embeddings"],
+            "token_type_embeddings": w["bert/embeddings/token_type_embeddings"],
+            "embedding_layer_norm": norm("bert/embeddings/LayerNorm"),
+            "embedding_projection": dense("bert/encoder/embedding_hidden_mapping_in"),
+            "layers": [[block] for _ in range(layers)],
+            "pooler": dense("bert/pooler/dense")}
+
+
+def reference_forward(w, inputs):
+    """ALBERT (tests/references/bert_numpy) reading google-research/albert names."""
+    outputs = bert_numpy.forward(reference_params(w), **inputs, num_heads=HEADS,
+                                 activation="gelu_tanh")
+    return outputs["sequence_output"], outputs["pooled_output"]
 
 
 def reference_mlm_logits(w, sequence, positions):
     gathered = np.take_along_axis(sequence, positions[..., None], axis=1)
-    t = _gelu_tanh(gathered @ w["cls/predictions/transform/dense/kernel"]
-                   + w["cls/predictions/transform/dense/bias"])
-    t = _layer_norm(t, w["cls/predictions/transform/LayerNorm/gamma"],
-                    w["cls/predictions/transform/LayerNorm/beta"])
+    t = bert_numpy.gelu_tanh(gathered @ w["cls/predictions/transform/dense/kernel"]
+                             + w["cls/predictions/transform/dense/bias"])
+    t = bert_numpy.layer_norm(t, w["cls/predictions/transform/LayerNorm/gamma"],
+                              w["cls/predictions/transform/LayerNorm/beta"])
     return t @ w["bert/embeddings/word_embeddings"].T + w["cls/predictions/output_bias"]
-
-
-def model_weights_by_name(encoder):
-    """The encoder's weights under ALBERT's names, read by hand."""
-    att, ffn = encoder.attention_sublayers[0], encoder.ffn_sublayers[0]
-    g = "bert/encoder/transformer/group_0/inner_group_0/"
-    pairs = {
-        "bert/embeddings/word_embeddings": encoder.embeddings.word_embeddings,
-        "bert/embeddings/position_embeddings": encoder.embeddings.position_embeddings,
-        "bert/embeddings/token_type_embeddings": encoder.embeddings.token_type_embeddings,
-        "bert/embeddings/LayerNorm/gamma": encoder.embeddings.layer_norm.gamma,
-        "bert/embeddings/LayerNorm/beta": encoder.embeddings.layer_norm.beta,
-        "bert/encoder/embedding_hidden_mapping_in/kernel": encoder.embedding_projection.kernel,
-        "bert/encoder/embedding_hidden_mapping_in/bias": encoder.embedding_projection.bias,
-        g + "LayerNorm/gamma": att.layer_norm.gamma,
-        g + "LayerNorm/beta": att.layer_norm.beta,
-        g + "ffn_1/intermediate/dense/kernel": ffn.intermediate.kernel,
-        g + "ffn_1/intermediate/dense/bias": ffn.intermediate.bias,
-        g + "ffn_1/intermediate/output/dense/kernel": ffn.output_dense.kernel,
-        g + "ffn_1/intermediate/output/dense/bias": ffn.output_dense.bias,
-        g + "LayerNorm_1/gamma": ffn.layer_norm.gamma,
-        g + "LayerNorm_1/beta": ffn.layer_norm.beta,
-        "bert/pooler/dense/kernel": encoder.pooler.kernel,
-        "bert/pooler/dense/bias": encoder.pooler.bias,
-    }
-    for name, layer in (("query", att.attention.query), ("key", att.attention.key),
-                        ("value", att.attention.value)):
-        pairs[g + f"attention_1/self/{name}/kernel"] = layer.kernel
-        pairs[g + f"attention_1/self/{name}/bias"] = layer.bias
-    pairs[g + "attention_1/output/dense/kernel"] = att.attention.output_dense.kernel
-    pairs[g + "attention_1/output/dense/bias"] = att.attention.output_dense.bias
-    return {k: np.asarray(v.numpy(), np.float64) for k, v in pairs.items()}
-
-
-def test_matches_numpy_reference():
-    encoder = AlbertEncoder.from_config_object(tiny_config())
-    # Non-trivial LayerNorm and bias values.
-    rng = np.random.default_rng(3)
-    for v in encoder.weights:
-        if v.path.endswith(("gamma", "beta", "bias")):
-            v.assign(rng.normal(0.5 if v.path.endswith("gamma") else 0.0, 0.2,
-                                v.shape).astype(np.float32))
-    inputs = random_inputs()
-    outputs = encoder(inputs)
-    sequence, pooled = reference_forward(model_weights_by_name(encoder), inputs)
-    np.testing.assert_allclose(outputs["sequence_output"], sequence, atol=1e-5)
-    np.testing.assert_allclose(outputs["pooled_output"], pooled, atol=1e-5)
 
 
 # ---------------------------------------------------------------- checkpoint
@@ -419,51 +339,129 @@ def test_tf1_checkpoint_mismatch_lists_everything(tmp_path):
             prefix)
 
 
-# ---------------------------------------------------------------- training
+
+def _randomise(model, seed):
+    """Every weight random (LayerNorm gammas around 1), so a round trip is not vacuous."""
+    rng = np.random.default_rng(seed)
+    for v in model.weights:
+        centre = 1.0 if v.path.endswith("gamma") else 0.0
+        v.assign((centre + rng.normal(0, 0.3, v.shape)).astype(np.float32))
 
 
-def test_pretrainer_mlm_sop_loss_falls():
-    keras.utils.set_random_seed(0)
-    config = tiny_config()
-    pretrainer = build_albert_pretrainer(config)
-    rng = np.random.default_rng(0)
-    batch, seq, preds = 8, 12, 3
-    features = random_inputs(batch=batch, seq=seq, pad_last=0)
-    features.update(
-        masked_lm_positions=rng.integers(1, seq, (batch, preds)).astype(np.int32),
-        masked_lm_ids=rng.integers(0, V, (batch, preds)).astype(np.int32),
-        masked_lm_weights=np.ones((batch, preds), np.float32),
-        next_sentence_labels=rng.integers(0, 2, (batch, 1)).astype(np.int32),
-    )
-    optimizer = keras.optimizers.Adam(learning_rate=1e-2)
-
-    @tf.function
-    def step():
-        with tf.GradientTape() as tape:
-            loss, metrics = pretrainer.compute_loss_and_metrics(features, training=True)
-        grads = tape.gradient(loss, pretrainer.trainable_variables)
-        optimizer.apply_gradients(zip(grads, pretrainer.trainable_variables))
-        return loss, metrics
-
-    first, metrics = step()
-    assert {"masked_lm_loss", "masked_lm_accuracy", "sentence_order_loss",
-            "sentence_order_accuracy", "loss"} <= set(metrics)
-    for _ in range(30):
-        last, _ = step()
-    assert float(last) < 0.6 * float(first)
+def google_albert_names(groups=1, inner=1, projection=True):
+    """google-research/albert's names for a layout, from albert_checkpoint_arrays."""
+    g0 = "bert/encoder/transformer/group_0/inner_group_0/"
+    names = set()
+    for name in albert_checkpoint_arrays():
+        if name.startswith(g0):
+            names |= {name.replace(g0, f"bert/encoder/transformer/group_{g}/inner_group_{k}/")
+                      for g in range(groups) for k in range(inner)}
+        elif projection or "embedding_hidden_mapping_in" not in name:
+            names.add(name)
+    return names
 
 
-@pytest.mark.parametrize("overrides,mode", [
-    ({}, "attention"), ({}, "ffn"), ({}, "none"),
-    ({"embedding_size": H}, "all"),              # no projection when E == H
-    ({"inner_group_num": 2}, "all"),
+def test_tf1_write_uses_googles_names_and_round_trips(tmp_path):
+    keras.utils.set_random_seed(11)
+    source = build_albert_pretrainer(tiny_config())
+    _randomise(source, seed=12)
+    prefix = save_google_checkpoint(source, str(tmp_path / "albert" / "model.ckpt-9"),
+                                    global_step=9)
+
+    listed = dict(tf.train.list_variables(prefix))
+    expected = {name: list(a.shape) for name, a in albert_checkpoint_arrays().items()}
+    expected["global_step"] = []
+    assert listed == expected
+    for name in ("bert/encoder/transformer/group_0/inner_group_0/attention_1/self/query/kernel",
+                 "bert/encoder/embedding_hidden_mapping_in/kernel",
+                 "cls/predictions/transform/dense/kernel",
+                 "cls/seq_relationship/output_weights"):
+        assert name in listed
+
+    # The names mean what google-research/albert means by them: the stored
+    # arrays, through the reference written from the paper, give the
+    # source model's outputs.
+    reader = tf.train.load_checkpoint(prefix)
+    w = {n: reader.get_tensor(n).astype(np.float64) for n in albert_checkpoint_arrays()}
+    inputs = random_inputs()
+    positions = np.array([[1, 3], [0, 4]], np.int32)
+    features = dict(inputs, masked_lm_positions=positions)
+    outputs = source(features, training=False)
+    sequence, pooled = reference_forward(w, inputs)
+    np.testing.assert_allclose(outputs["sequence_output"], sequence, atol=1e-5)
+    np.testing.assert_allclose(outputs["masked_lm_logits"],
+                               reference_mlm_logits(w, sequence, positions), atol=1e-4)
+    sop = pooled @ w["cls/seq_relationship/output_weights"].T \
+        + w["cls/seq_relationship/output_bias"]
+    np.testing.assert_allclose(outputs["sentence_order_logits"], sop, atol=1e-5)
+
+    # Read back into a fresh pretrainer: identical outputs.
+    keras.utils.set_random_seed(13)
+    target = build_albert_pretrainer(tiny_config())
+    report = init_from_checkpoint(target, prefix)
+    assert report.format == "google_tf1"
+    assert sorted(report.loaded) == sorted(albert_checkpoint_arrays())
+    again = target(features, training=False)
+    for key in ("sequence_output", "pooled_output", "masked_lm_logits",
+                "sentence_order_logits"):
+        np.testing.assert_array_equal(again[key], outputs[key])
+
+
+@pytest.mark.parametrize("overrides", [
+    dict(num_hidden_layers=4, num_hidden_groups=2, inner_group_num=2),
+    dict(embedding_size=H),                     # no embedding projection
 ])
-def test_other_structures_run(overrides, mode):
-    encoder = AlbertEncoder.from_config_object(tiny_config(**overrides),
-                                               share_parameters=mode)
-    assert (encoder.embedding_projection is None) == (encoder.embedding_size == H)
-    outputs = encoder(random_inputs(), output_attention_probs=True)
-    assert outputs["sequence_output"].shape == (2, 7, H)
-    assert len(outputs["encoder_outputs"]) == L
-    assert len(outputs["attention_probs"]) == L * encoder.inner_group_num
-    assert np.all(np.isfinite(outputs["sequence_output"]))
+def test_tf1_write_round_trips_other_layouts(tmp_path, overrides):
+    config = tiny_config(**overrides)
+    keras.utils.set_random_seed(21)
+    source = build_albert_pretrainer(config)
+    _randomise(source, seed=22)
+    prefix = save_google_checkpoint(source, str(tmp_path / "model.ckpt"))
+    names = {name for name, _ in tf.train.list_variables(prefix)}
+    assert names == google_albert_names(config.num_hidden_groups, config.inner_group_num,
+                                        projection=config.embedding_size != H)
+    encoder = AlbertEncoder.from_config_object(config)   # a bare encoder: heads skipped
+    report = load_albert_checkpoint(encoder, prefix)
+    assert ("cls/predictions/output_bias", "head not in the model") in report.skipped
+    inputs = random_inputs()
+    np.testing.assert_array_equal(encoder(inputs)["sequence_output"],
+                                  source.encoder(inputs)["sequence_output"])
+
+
+def test_formats_without_albert_names_are_refused(tmp_path):
+    unshared = AlbertEncoder.from_config_object(tiny_config(), share_parameters="none")
+    with pytest.raises(CheckpointFormatError, match="share_parameters='none'"):
+        save_google_checkpoint(unshared, str(tmp_path / "out" / "model.ckpt"))
+    assert not (tmp_path / "out").exists()
+    # ALBERT has no table of HF names: a safetensors file is refused in one line.
+    safetensors.numpy.save_file({"embeddings.word_embeddings.weight":
+                                 np.zeros((V, E), np.float32)},
+                                str(tmp_path / "model.safetensors"))
+    with pytest.raises(CheckpointFormatError) as error:
+        init_from_checkpoint(AlbertEncoder.from_config_object(tiny_config()), str(tmp_path))
+    assert "albert family has no 'hf' name table" in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_trainer_checkpoint_loads_into_albert(tmp_path):
+    # This project's own (object-based) checkpoints load into every family.
+    rng = np.random.default_rng(1)
+    features = dict(random_inputs(pad_last=0),
+                    masked_lm_positions=np.array([[1, 3], [0, 4]], np.int32),
+                    masked_lm_ids=rng.integers(0, V, (2, 2)).astype(np.int32),
+                    masked_lm_weights=np.ones((2, 2), np.float32),
+                    next_sentence_labels=np.array([[0], [1]], np.int32))
+    trainer = trainer_lib.Trainer(
+        tf.distribute.OneDeviceStrategy("/cpu:0"),
+        lambda: build_albert_pretrainer(tiny_config()),
+        lambda: optimization.create_optimizer(1e-2, 1, 0),
+        model_dir=str(tmp_path), train_batch_size=2, num_train_steps=1,
+        save_checkpoints_steps=1, log_steps=1)
+    trainer.train(lambda input_context: tf.data.Dataset.from_tensors(features).repeat())
+    keras.utils.set_random_seed(5)
+    target = build_albert_pretrainer(tiny_config())
+    report = init_from_checkpoint(target, str(tmp_path))
+    assert report.format == "object_based"
+    assert len(report.loaded) == len(target.weights)
+    for a, b in zip(trainer.model.weights, target.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)

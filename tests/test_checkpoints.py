@@ -18,6 +18,7 @@ import sys
 import keras
 import numpy as np
 import pytest
+import safetensors.numpy
 import tensorflow as tf
 
 from data import tokenization
@@ -25,7 +26,9 @@ from modeling import checkpoints
 from modeling.training import optimization
 from modeling.training import trainer as trainer_lib
 from modeling.bert import BertEncoder
-from modeling.checkpoints import CheckpointMismatchError
+from modeling.checkpoints import AS_IS, TRANSPOSED
+from modeling.checkpoints import CheckpointFormatError, CheckpointMismatchError
+from modeling.checkpoints import name_tables, safetensors_format, targets
 from modeling.bert.config import BertConfig, BertConfigError, load_bert_config
 from modeling.recipes import build_bert_pretrainer
 
@@ -533,6 +536,157 @@ def test_hf_untied_decoder_is_a_conflict(tmp_path):
     # An encoder has no decoder, so the same file loads into one.
     encoder = BertEncoder.from_config_object(_config())
     checkpoints.load_hf_safetensors(encoder, path)
+
+
+# ------------------------------------------------ fused tensors, pickles
+
+
+_QKV = "encoder.transformer_layers[{layer}].attention_sublayer.attention.%s.%s"
+
+
+def _fused_table(weight_axis=-1, weight_inner=AS_IS):
+    """A GPT-2-style table: q/k/v of every block from one fused tensor each."""
+    projections = ("query", "key", "value")
+    return name_tables.NameTable(
+        entries=(
+            *name_tables.fused("h.{layer}.attn.c_attn.weight",
+                               [_QKV % (p, "kernel") for p in projections],
+                               axis=weight_axis, inner=weight_inner),
+            *name_tables.fused("h.{layer}.attn.c_attn.bias",
+                               [_QKV % (p, "bias") for p in projections]),
+        ),
+        repeat=name_tables.each_layer,
+        encoder_prefixes=("h.",),
+    )
+
+
+def _fused_arrays(seed, weight_shape):
+    rng = np.random.RandomState(seed)
+    arrays = {}
+    for n in range(L):
+        arrays["h.%d.attn.c_attn.weight" % n] = rng.normal(size=weight_shape).astype(np.float32)
+        arrays["h.%d.attn.c_attn.bias" % n] = rng.normal(size=[3 * H]).astype(np.float32)
+    return arrays
+
+
+def test_split_transform_fills_qkv_from_one_fused_tensor(tmp_path):
+    # HF GPT-2's Conv1D c_attn: [hidden, 3*hidden], already [in, out]; the
+    # three column blocks are query, key and value; the bias is [3*hidden].
+    arrays = _fused_arrays(seed=51, weight_shape=[H, 3 * H])
+    path = str(tmp_path / "fused.safetensors")
+    safetensors.numpy.save_file(arrays, path)
+    encoder = BertEncoder.from_config_object(_config())
+    target = targets.find_target(encoder)
+    table = _fused_table()
+
+    report = name_tables.load_by_table(
+        target, safetensors_format.open_safetensors(path), table, "hf_safetensors", path)
+
+    assert sorted(report.loaded) == sorted(arrays)  # each fused tensor listed once
+    for n, block in enumerate(encoder.transformer_layers):
+        attention = block.attention_sublayer.attention
+        weight = arrays["h.%d.attn.c_attn.weight" % n]
+        bias = arrays["h.%d.attn.c_attn.bias" % n]
+        for i, layer in enumerate((attention.query, attention.key, attention.value)):
+            np.testing.assert_array_equal(_np(layer.kernel), weight[:, i * H:(i + 1) * H])
+            np.testing.assert_array_equal(_np(layer.bias), bias[i * H:(i + 1) * H])
+    # Written back, the parts are concatenated into the same tensors.
+    written = name_tables.table_arrays(target, table)
+    assert list(written) == ["h.0.attn.c_attn.weight", "h.1.attn.c_attn.weight",
+                             "h.0.attn.c_attn.bias", "h.1.attn.c_attn.bias"]
+    for name, value in written.items():
+        np.testing.assert_array_equal(value, arrays[name])
+
+    # PyTorch nn.Linear fused the other way: [3*hidden, hidden], [out, in].
+    linear = _fused_arrays(seed=52, weight_shape=[3 * H, H])
+    name_tables.load_by_table(target, _DictSource(linear),
+                              _fused_table(weight_axis=0, weight_inner=TRANSPOSED),
+                              "hf_safetensors", "dict")
+    key = encoder.transformer_layers[1].attention_sublayer.attention.key.kernel
+    np.testing.assert_array_equal(_np(key), linear["h.1.attn.c_attn.weight"][H:2 * H].T)
+
+
+class _DictSource:
+    description = "test arrays"
+
+    def __init__(self, arrays):
+        self.arrays = arrays
+
+    def names(self):
+        return list(self.arrays)
+
+    def shape(self, name):
+        return tuple(self.arrays[name].shape)
+
+    def read(self, name):
+        return self.arrays[name]
+
+
+def test_misshaped_fused_tensor_is_reported_once_and_nothing_assigned():
+    arrays = _fused_arrays(seed=53, weight_shape=[H, 3 * H])
+    arrays["h.1.attn.c_attn.weight"] = np.zeros([H, 3 * H + 3], np.float32)
+    del arrays["h.0.attn.c_attn.bias"]
+    encoder = BertEncoder.from_config_object(_config())
+    before = _weights(encoder)
+    with pytest.raises(CheckpointMismatchError) as info:
+        name_tables.load_by_table(targets.find_target(encoder), _DictSource(arrays),
+                                  _fused_table(), "hf_safetensors", "dict")
+    assert info.value.mismatched == [("h.1.attn.c_attn.weight", (H, 3 * H + 3), (H, 3 * H))]
+    assert info.value.missing == [("h.0.attn.c_attn.bias", (3 * H,))]
+    for name, value in _weights(encoder).items():
+        np.testing.assert_array_equal(value, before[name])
+
+
+def test_split_parts_must_be_complete_and_transforms_compose():
+    split = name_tables.Split(1, 3, axis=0, inner=TRANSPOSED)
+    assert split.stored_shape((4, 5)) == (15, 4)
+    stored = np.arange(60.0).reshape(15, 4)
+    np.testing.assert_array_equal(split.to_model(stored), stored[5:10].T)
+    np.testing.assert_array_equal(split.from_model(stored[5:10].T), stored[5:10])
+    with pytest.raises(ValueError, match="part"):
+        name_tables.Split(3, 3)
+    encoder = BertEncoder.from_config_object(_config())
+    incomplete = name_tables.NameTable(
+        entries=_fused_table().entries[:2], repeat=name_tables.each_layer)
+    with pytest.raises(ValueError, match="parts 0..n-1 of one Split"):
+        incomplete.rows(encoder)
+
+
+class _RunsCodeWhenUnpickled:
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def test_pytorch_pickles_are_refused_without_being_opened(tmp_path):
+    marker = str(tmp_path / "unpickled")
+    folder = tmp_path / "hf_model"
+    folder.mkdir()
+    pickle_file = str(folder / "pytorch_model.bin")
+    with open(pickle_file, "wb") as f:
+        pickle.dump({"embeddings.word_embeddings.weight": _RunsCodeWhenUnpickled(marker)}, f)
+    encoder = BertEncoder.from_config_object(_config())
+    for call in (lambda: checkpoints.init_from_checkpoint(encoder, pickle_file),
+                 lambda: checkpoints.init_from_checkpoint(encoder, str(folder)),
+                 lambda: checkpoints.load_hf_safetensors(encoder, pickle_file),
+                 lambda: checkpoints.read_safetensors(str(folder))):
+        with pytest.raises(CheckpointFormatError) as info:
+            call()
+        message = str(info.value)
+        assert "\n" not in message
+        assert message.startswith(pickle_file + " is a PyTorch pickle checkpoint")
+        assert "model.safetensors" in message
+        assert isinstance(info.value, ValueError)
+    assert not os.path.exists(marker)
+    # An HF folder holding both formats loads the safetensors file.
+    source = _pretrainer(seed=54)
+    write_safetensors(folder / "model.safetensors", hf_state_dict(source, heads=False))
+    report = checkpoints.init_from_checkpoint(encoder, str(folder))
+    assert report.format == "hf_safetensors"
+    _assert_same_weights(source.encoder, encoder)
+    assert not os.path.exists(marker)
 
 
 def _tokenize(tokenizer, sentences):

@@ -78,3 +78,57 @@ def test_bad_flags_give_clear_errors(tmp_path):
     assert result.returncode != 0
     assert "c.json" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_own_data_with_held_out_eval_files_and_a_user_recipe(tmp_path):
+    """--input_file / --eval_input_file / --recipe FILE / --recipe_module, end to end."""
+    from conftest import SAMPLE_DIR  # pylint: disable=g-import-not-at-top
+    from data import corpus  # pylint: disable=g-import-not-at-top
+    from data.pretraining import instances, writer  # pylint: disable=g-import-not-at-top
+
+    texts = [os.path.join(SAMPLE_DIR, "sample_en.txt")]
+    train_texts, eval_texts = corpus.split_documents(texts, str(tmp_path / "text"))
+    files = {}
+    for split, split_texts in (("train", train_texts), ("eval", eval_texts)):
+        files[split] = str(tmp_path / ("%s.tfrecord" % split))
+        writer.create_pretraining_data(split_texts, [files[split]], instances.InstanceOptions(
+            vocab_file=os.path.join(SAMPLE_DIR, "vocab.txt"), max_seq_length=32,
+            max_predictions_per_seq=5, random_seed=3, dupe_factor=1))
+    parts = tmp_path / "parts.py"
+    parts.write_text(
+        "from modeling import registry\n"
+        "from modeling.objectives import MaskedLMObjective, head_kwargs\n"
+        "@registry.objectives.register('masked_lm_x2')\n"
+        "def doubled(config, family, **kwargs):\n"
+        "    return MaskedLMObjective(loss_weight=2.0, hidden_act=family.activation(config),\n"
+        "                             **head_kwargs(config), **kwargs)\n")
+    recipe = tmp_path / "doubled.json"
+    recipe.write_text('{"name": "doubled", "encoder": "bert", "objectives": ["masked_lm_x2"],'
+                      ' "pipeline": "static_masked", "data": {}}')
+    config = tmp_path / "bert_config.json"
+    config.write_text('{"vocab_size": %d, "hidden_size": 32, "num_hidden_layers": 1, '
+                      '"num_attention_heads": 2, "intermediate_size": 64, '
+                      '"max_position_embeddings": 32}'
+                      % sum(1 for _ in open(os.path.join(SAMPLE_DIR, "vocab.txt"))))
+    out = str(tmp_path / "run")
+    result = subprocess.run(
+        [sys.executable, SCRIPT, "--input_file=%s" % files["train"],
+         "--eval_input_file=%s" % files["eval"], "--output_dir=%s" % out,
+         "--bert_config_file=%s" % config, "--recipe=%s" % recipe,
+         "--recipe_module=%s" % parts, "--do_train", "--do_eval", "--num_train_steps=4",
+         "--num_warmup_steps=1", "--max_seq_length=32", "--max_predictions_per_seq=5",
+         "--train_batch_size=8", "--eval_batch_size=8", "--max_eval_steps=2"],
+        capture_output=True, text=True, timeout=300, env=_env())
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    results = _read_results(os.path.join(out, "eval_results.txt"))
+    # One objective, weighted 2: the total loss is twice its masked-LM loss
+    # (up to how the two average over batches: per batch, or per masked token).
+    assert results["loss"] == pytest.approx(2 * results["masked_lm_loss"], rel=0.05)
+    assert "next_sentence_loss" not in results
+    assert "unigram_baseline_masked_lm_loss" in results
+    # The baseline was scored on the evaluation file: the same batches
+    # scored on the training file give another value.
+    from data.pretraining import baselines  # pylint: disable=g-import-not-at-top
+    on_eval = baselines.unigram_masked_lm_statistics(files["train"], files["eval"], 32, 5,
+                                                     vocab_size=None, max_eval_records=16)
+    assert results["unigram_baseline_masked_lm_accuracy"] == pytest.approx(on_eval.accuracy)

@@ -57,7 +57,7 @@ def unigram_statistics(train_targets, eval_targets, num_classes=None, what="targ
     if not counts:
         raise ValueError("No %s found in the training data for the unigram baseline" % what)
     if num_classes is not None and max(counts) >= num_classes:
-        raise ValueError("training %s hold id %d, outside the %d classes of the model"
+        raise ValueError("training %s hold id %d, outside the vocabulary of %d classes"
                          % (what, max(counts), num_classes))
     token_id, _ = counts.most_common(1)[0]
     denominator = sum(counts.values()) + (num_classes or 0)
@@ -69,8 +69,8 @@ def unigram_statistics(train_targets, eval_targets, num_classes=None, what="targ
         total += len(targets)
         if num_classes is not None:
             if targets and max(targets) >= num_classes:
-                raise ValueError("evaluation %s hold id %d, outside the %d classes of the model"
-                                 % (what, max(targets), num_classes))
+                raise ValueError("evaluation %s hold id %d, outside the vocabulary of %d "
+                                 "classes" % (what, max(targets), num_classes))
             nll -= sum(math.log((counts.get(t, 0) + 1) / denominator) for t in targets)
     accuracy = hits / total if total else 0.0
     cross_entropy = nll / total if (num_classes is not None and total) else None
@@ -97,32 +97,12 @@ def unigram_masked_lm_statistics(train_patterns, eval_patterns, max_seq_length,
       evaluation targets under the smoothed training unigram distribution
       (None without `vocab_size`).
     """
-    counts = collections.Counter()
-    for targets in _masked_targets(train_patterns, max_seq_length, max_predictions_per_seq,
-                                   max_train_records):
-        counts.update(targets.tolist())
-    if not counts:
-        raise ValueError("No masked LM targets found in %s" % train_patterns)
-    if vocab_size is not None and max(counts) >= vocab_size:
-        raise ValueError("training masked_lm_ids hold id %d, outside the vocabulary of %d tokens"
-                         % (max(counts), vocab_size))
-    token_id, _ = counts.most_common(1)[0]
-    denominator = sum(counts.values()) + (vocab_size or 0)
-    hits = total = 0
-    nll = 0.0
-    for targets in _masked_targets(eval_patterns, max_seq_length, max_predictions_per_seq,
-                                   max_eval_records):
-        hits += int((targets == token_id).sum())
-        total += len(targets)
-        if vocab_size is not None:
-            if len(targets) and targets.max() >= vocab_size:
-                raise ValueError(
-                    "evaluation masked_lm_ids hold id %d, outside the vocabulary of %d tokens"
-                    % (targets.max(), vocab_size))
-            nll -= sum(math.log((counts.get(t, 0) + 1) / denominator) for t in targets.tolist())
-    accuracy = hits / total if total else 0.0
-    cross_entropy = nll / total if (vocab_size is not None and total) else None
-    return UnigramBaseline(accuracy, int(token_id), cross_entropy)
+    return unigram_statistics(
+        _masked_targets(train_patterns, max_seq_length, max_predictions_per_seq,
+                        max_train_records),
+        _masked_targets(eval_patterns, max_seq_length, max_predictions_per_seq,
+                        max_eval_records),
+        num_classes=vocab_size, what="masked_lm_ids")
 
 
 def unigram_masked_lm_baseline(train_patterns, eval_patterns, max_seq_length,

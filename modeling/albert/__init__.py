@@ -5,6 +5,7 @@
 """
 
 from modeling import registry
+from modeling.albert import checkpoint_names
 from modeling.albert.config import ALBERT_VOCAB_SIZE
 from modeling.albert.config import AlbertConfig
 from modeling.albert.config import list_albert_presets
@@ -18,11 +19,12 @@ __all__ = ["ALBERT_VOCAB_SIZE", "AlbertConfig", "AlbertEncoder", "SHARING_MODES"
 
 
 def _demo_config(vocab_size):
-    # BERT-Tiny's depth and width with E=64 factorised embeddings.
+    # The BERT demo's depth and width (hidden 64) with E=32 factorised embeddings.
     return AlbertConfig(
-        vocab_size=vocab_size, embedding_size=64, hidden_size=128, num_hidden_layers=2,
-        num_attention_heads=2, intermediate_size=512, hidden_act="gelu",
-        hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+        vocab_size=vocab_size, embedding_size=32, hidden_size=64, num_hidden_layers=2,
+        num_attention_heads=2, intermediate_size=256, hidden_act="gelu",
+        hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
+        max_position_embeddings=128)
 
 
 registry.encoders.register("albert", AlbertEncoder)
@@ -33,6 +35,8 @@ FAMILY = registry.families.register("albert", registry.Family(
     build_encoder=AlbertEncoder.from_config_object,
     demo_config=_demo_config,
     config_file_name="albert_config.json",
+    name_tables={"google_tf1": checkpoint_names.GOOGLE_TF1},
+    checkpoint_heads=checkpoint_names.CHECKPOINT_HEADS,
     head_activation=lambda config: albert_activation(config.hidden_act),
     is_encoder=lambda model: isinstance(model, AlbertEncoder),
 ))

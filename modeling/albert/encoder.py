@@ -63,10 +63,10 @@ group, k = inner group, block b = g * inner_group_num + k):
       layer_norm.{gamma,beta}           .../LayerNorm_1/...
     pooler.{kernel,bias}                bert/pooler/dense/...
 
-(`modeling.checkpoints.load_albert_checkpoint` reads them.) Only "all"
-sharing has a google-research/albert checkpoint layout; the other modes are
-this project's, for the paper's ablations, and save through Keras / the
-trainer's checkpoints.
+(The table is `modeling/albert/checkpoint_names.py`; `modeling.checkpoints`
+reads and writes them.) Only "all" sharing has a google-research/albert
+checkpoint layout; the other modes are this project's, for the paper's
+ablations, and save through Keras / the trainer's checkpoints.
 
 Activation: google-research/albert's `gelu` is the tanh approximation, and
 its released checkpoints were trained with it, so `from_config_object` and

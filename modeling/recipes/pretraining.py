@@ -43,8 +43,8 @@ SAMPLE_DIR = os.path.join(REPO_ROOT, "data", "sample")
 DEMO_DEFAULTS = dict(
     output_dir=os.path.join("output", "pretraining_sample"),
     do_train=True, do_eval=True, train_batch_size=32, eval_batch_size=32,
-    learning_rate=1e-3, num_train_steps=1000, num_warmup_steps=100,
-    save_checkpoints_steps=500, max_eval_steps=50, max_seq_length=64,
+    learning_rate=1e-3, num_train_steps=2000, num_warmup_steps=100,
+    save_checkpoints_steps=500, max_eval_steps=20, max_seq_length=64,
     max_predictions_per_seq=10, seed=12345, log_steps=100,
 )
 
