@@ -93,7 +93,8 @@ def test_own_data_with_held_out_eval_files_and_a_user_recipe(tmp_path):
         files[split] = str(tmp_path / ("%s.tfrecord" % split))
         writer.create_pretraining_data(split_texts, [files[split]], instances.InstanceOptions(
             vocab_file=os.path.join(SAMPLE_DIR, "vocab.txt"), max_seq_length=32,
-            max_predictions_per_seq=5, random_seed=3, dupe_factor=1))
+            max_predictions_per_seq=5, random_seed=3, dupe_factor=1, do_lower_case=True,
+            masked_lm_prob=0.15, short_seq_prob=0.1))
     parts = tmp_path / "parts.py"
     parts.write_text(
         "from modeling import registry\n"
