@@ -24,8 +24,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import tensorflow as tf  # noqa: E402
 
 from data import corpus  # noqa: E402
-from data import pretraining_data  # noqa: E402
-from data import pretraining_writer  # noqa: E402
+from data.pretraining import instances as pretraining_data  # noqa: E402
+from data.pretraining import writer as pretraining_writer  # noqa: E402
 from data import tokenization  # noqa: E402
 from data.tokenizers.wordpiece import GraphTokenizer  # noqa: E402
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from data import example_proto
 from data import processors
+from data import tf_example
 from modeling import checkpoints
 from modeling.tasks import classification as classifier_lib
 from modeling import bert as config_lib
@@ -232,7 +232,7 @@ def _write_records(path, n, num_labels=3):
         for i in range(n):
             length = rng.randint(3, SEQ + 1)
             ids = rng.randint(5, VOCAB, size=length).tolist()
-            writer.write(example_proto.serialize_example({
+            writer.write(tf_example.serialize_example({
                 "input_ids": ids + [0] * (SEQ - length),
                 "input_mask": [1] * length + [0] * (SEQ - length),
                 "segment_ids": [0] * SEQ,
@@ -274,7 +274,9 @@ import json, sys
 import keras
 import tensorflow as tf
 from data import processors
-from modeling import classifier, config, distribute, optimization, trainer as trainer_lib
+from modeling import bert as config
+from modeling.tasks import classification as classifier
+from modeling.training import distribute, optimization, trainer as trainer_lib
 
 strategy = distribute.get_strategy("multi_worker_mirrored")
 cfg = config.BertConfig(vocab_size=%d, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,

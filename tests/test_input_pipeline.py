@@ -5,8 +5,8 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from data import example_proto
 from data import input_pipeline
+from data import tf_example
 
 SEQ, PRED = 16, 4
 
@@ -19,7 +19,7 @@ def _write_files(tmp_path, num_files, per_file):
         with tf.io.TFRecordWriter(path) as writer:
             for _ in range(per_file):
                 ids = [serial] + [1] * (SEQ - 1)
-                writer.write(example_proto.serialize_example(
+                writer.write(tf_example.serialize_example(
                     {"input_ids": ids, "input_mask": [1] * SEQ, "segment_ids": [0] * SEQ,
                      "masked_lm_positions": [1, 2, 0, 0], "masked_lm_ids": [5, 6, 0, 0],
                      "next_sentence_labels": [serial % 2]},

@@ -13,10 +13,10 @@ import pytest
 import tensorflow as tf
 
 from data import corpus
-from data import example_proto
 from data import input_pipeline
 from data.pretraining import instances as pretraining_data
 from data.pretraining import writer as pretraining_writer
+from data import tf_example
 from data import tokenization
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -163,12 +163,12 @@ def test_single_sentence_documents_use_random_next():
 
 # --- Example serialisation ----------------------------------------------------
 
-def test_pure_python_example_matches_tensorflow():
+def test_serialized_examples_are_deterministic_tf_examples():
     int_features = {"input_ids": [101, 0, 7, 2 ** 40, -3], "next_sentence_labels": [1],
                     "empty": []}
     float_features = {"masked_lm_weights": [1.0, 0.5, 0.0, -2.25]}
     bytes_features = {"raw": [b"abc", b""]}
-    ours = example_proto.serialize_example(int_features, float_features, bytes_features)
+    ours = tf_example.serialize_example(int_features, float_features, bytes_features)
     feature = {}
     for name, values in int_features.items():
         feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=values))
@@ -179,6 +179,11 @@ def test_pure_python_example_matches_tensorflow():
     reference = tf.train.Example(features=tf.train.Features(feature=feature))
     assert tf.train.Example.FromString(ours) == reference
     assert ours == reference.SerializeToString(deterministic=True)
+    # The bytes do not depend on the order the features were given in.
+    reversed_ints = dict(reversed(list(int_features.items())))
+    assert tf_example.serialize_example(reversed_ints, float_features, bytes_features) == ours
+    with pytest.raises(ValueError, match="'raw' is given twice"):
+        tf_example.serialize_example({"raw": [1]}, None, bytes_features)
 
 
 # --- Writer: round trip, determinism, workers -----------------------------------

@@ -47,16 +47,19 @@ of workers. The random "next" segment comes from another document of the same
 chunk; with thousands of documents per chunk this changes nothing that
 matters.
 
-This module does not import TensorFlow (workers stay light); the writer in
-`data/pretraining_writer.py` does.
+Examples are serialised as `tf.train.Example`s (`data.tf_example`), so the
+worker processes import TensorFlow: its protobuf runtime serialises 3.7-5.6x
+as fast as the pure-Python encoder this module used before
+(`benchmarks/bench_example_proto.py`), which outweighs a few seconds of
+import per worker. The writer is `data/pretraining/writer.py`.
 """
 
 import collections
 import random
 
 from data import corpus as corpus_lib
-from data import example_proto
 from data.pretraining import masking
+from data import tf_example
 from data import tokenization
 
 # The feature names of Google's pre-training TFRecords.
@@ -673,7 +676,7 @@ class ChunkProcessor(object):
         for instance in instances:
             int_features, float_features = instance_to_features(
                 instance, vocab, opts.max_seq_length, opts.max_predictions_per_seq)
-            result.examples.append(example_proto.serialize_example(
+            result.examples.append(tf_example.serialize_example(
                 int_features, float_features))
             result.num_tokens += len(instance.tokens)
             result.num_masked += len(instance.masked_lm_positions)

@@ -1,11 +1,13 @@
 """SavedModels for serving: raw strings in, model outputs out.
 
-The tokenizer runs inside the graph (`data.graph_tokenizer.GraphTokenizer`,
+The tokenizer runs inside the graph (`data.tokenizers.wordpiece.GraphTokenizer`,
 which gives the ids of Google's `FullTokenizer`), followed by Google's input
-packing: ``[CLS] A [SEP]`` or ``[CLS] A [SEP] B [SEP]``, the pair truncated
-by removing tokens from the end of the longer segment, padded to
-`max_seq_length` with `input_mask` and `segment_ids`. A serving system sends
-text and gets probabilities back; no Python tokenization on the client.
+packing (`data.packing.pack_in_graph`, the same rules as the Python packer
+that wrote the fine-tuning data): ``[CLS] A [SEP]`` or ``[CLS] A [SEP] B
+[SEP]``, the pair truncated by removing tokens from the end of the longer
+segment, padded to `max_seq_length` with `input_mask` and `segment_ids`. A
+serving system sends text and gets probabilities back; no Python
+tokenization on the client.
 
 Two signatures are exported:
 
@@ -19,8 +21,8 @@ import os
 import shutil
 
 import tensorflow as tf
-import tensorflow_text as tf_text
 
+from data import packing
 from data import tokenization
 from data.tokenizers.wordpiece import GraphTokenizer
 
@@ -66,19 +68,12 @@ class TextModelServer(tf.Module):
         self._output_fn = output_fn or _default_outputs
 
     def pack(self, segments):
-        """Google's packing of 1 or 2 tokenized segments into model features."""
-        budget = self.max_seq_length - (len(segments) + 1)
-        segments = [tf.cast(s, tf.int32) for s in segments]
-        # Round-robin allocation gives Google's "trim the longer segment
-        # from its end" result for one and two segments.
-        segments = tf_text.RoundRobinTrimmer(max_seq_length=budget).trim(segments)
-        ids, segment_ids = tf_text.combine_segments(
-            segments, start_of_sequence_id=self.cls_id, end_of_segment_id=self.sep_id)
-        input_ids, input_mask = tf_text.pad_model_inputs(ids, self.max_seq_length)
-        segment_ids, _ = tf_text.pad_model_inputs(segment_ids, self.max_seq_length)
-        return {"input_ids": tf.cast(input_ids, tf.int32),
-                "input_mask": tf.cast(input_mask, tf.int32),
-                "segment_ids": tf.cast(segment_ids, tf.int32)}
+        """Google's packing of 1 or 2 tokenized segments into model features.
+
+        `data.packing.pack_in_graph`: the rules of the Python packer that made
+        the fine-tuning data, with TensorFlow ops.
+        """
+        return packing.pack_in_graph(segments, self.max_seq_length, self.cls_id, self.sep_id)
 
     def _run(self, segments):
         features = self.pack([self.tokenizer.tokenize(s) for s in segments])

@@ -10,11 +10,15 @@ markers, so they become the `[MASK]` token instead of being split into
 
 `extract_features` reproduces Google's `extract_features.py` output: for each
 input, every token with the activations of the requested layers.
+
+Both pack their inputs with `data.packing` (``text_a ||| text_b`` is a pair),
+the rules the fine-tuning data and the exported SavedModels use.
 """
 
 import numpy as np
 import tensorflow as tf
 
+from data import packing
 from data import tokenization
 
 
@@ -29,31 +33,16 @@ def tokenize_with_masks(tokenizer, text):
     return tokens
 
 
-def _pack(tokens_a, tokens_b, max_seq_length):
-    """[CLS] A [SEP] (B [SEP]); Google's truncation of the longer segment."""
-    tokens_a, tokens_b = list(tokens_a), list(tokens_b or [])
-    budget = max_seq_length - (3 if tokens_b else 2)
-    while len(tokens_a) + len(tokens_b) > budget:
-        (tokens_a if len(tokens_a) > len(tokens_b) else tokens_b).pop()
-    tokens = [tokenization.CLS_TOKEN] + tokens_a + [tokenization.SEP_TOKEN]
-    segment_ids = [0] * len(tokens)
-    if tokens_b:
-        tokens += tokens_b + [tokenization.SEP_TOKEN]
-        segment_ids += [1] * (len(tokens_b) + 1)
-    return tokens, segment_ids
+# The packer's former private name here (tests and notebooks call it):
+# (tokens_a, tokens_b, max_seq_length) -> (tokens, segment_ids).
+_pack = packing.pack
 
 
 def _batch_features(token_lists, segment_lists, tokenizer, max_seq_length):
-    ids = np.zeros((len(token_lists), max_seq_length), np.int32)
-    mask = np.zeros_like(ids)
-    segments = np.zeros_like(ids)
-    for i, (tokens, segs) in enumerate(zip(token_lists, segment_lists)):
-        row = tokenizer.convert_tokens_to_ids(tokens)
-        ids[i, :len(row)] = row
-        mask[i, :len(row)] = 1
-        segments[i, :len(segs)] = segs
-    return {"input_ids": tf.constant(ids), "input_mask": tf.constant(mask),
-            "segment_ids": tf.constant(segments)}
+    """Packed token lists as a padded batch of model features (int32 tensors)."""
+    id_lists = [tokenizer.convert_tokens_to_ids(tokens) for tokens in token_lists]
+    features = packing.pad_batch(id_lists, segment_lists, max_seq_length)
+    return {name: tf.constant(value) for name, value in features.items()}
 
 
 def fill_mask(pretrainer, tokenizer, texts, top_k=5, max_seq_length=128):
@@ -76,9 +65,9 @@ def fill_mask(pretrainer, tokenizer, texts, top_k=5, max_seq_length=128):
     results = []
     for text in texts:
         text_a, _, text_b = text.partition("|||")
-        tokens, segment_ids = _pack(tokenize_with_masks(tokenizer, text_a.strip()),
-                                    tokenize_with_masks(tokenizer, text_b.strip())
-                                    if text_b else None, max_seq_length)
+        tokens, segment_ids = packing.pack(tokenize_with_masks(tokenizer, text_a.strip()),
+                                           tokenize_with_masks(tokenizer, text_b.strip())
+                                           if text_b else None, max_seq_length)
         positions = [i for i, t in enumerate(tokens) if t == tokenization.MASK_TOKEN]
         entry = {"text": text, "tokens": tokens, "masks": []}
         if positions:
@@ -114,9 +103,9 @@ def extract_features(encoder, tokenizer, texts, layers=(-1, -2, -3, -4), max_seq
     packed = []
     for text in texts:
         text_a, _, text_b = text.partition("|||")
-        packed.append(_pack(tokenizer.tokenize(text_a.strip()),
-                            tokenizer.tokenize(text_b.strip()) if text_b else None,
-                            max_seq_length))
+        packed.append(packing.pack(tokenizer.tokenize(text_a.strip()),
+                                   tokenizer.tokenize(text_b.strip()) if text_b else None,
+                                   max_seq_length))
     for start in range(0, len(packed), batch_size):
         chunk = packed[start:start + batch_size]
         features = _batch_features([t for t, _ in chunk], [s for _, s in chunk], tokenizer,

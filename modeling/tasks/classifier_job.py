@@ -1,0 +1,463 @@
+"""Sequence (pair) classification fine-tuning as a library call: what `run/run_classifier.py` runs.
+
+    from modeling.tasks import classifier_job
+    result = classifier_job.run(classifier_job.ClassifierJob(
+        task_name="mrpc", data_dir="glue_data/MRPC", vocab_file=".../vocab.txt",
+        bert_config_file=".../bert_config.json",
+        init_checkpoint=".../bert_model.ckpt", output_dir="/tmp/mrpc",
+        do_train=True, do_eval=True))
+    result.eval_results["eval_accuracy"]
+
+`ClassifierJob` holds the flags of Google's `run_classifier.py` (and this
+project's) as fields with the same names and defaults, so a notebook runs
+exactly what the script runs and the script stays a flag parser.
+`run(job)`:
+
+1. checks everything it can before any training: the flags, the casing
+   against the checkpoint's name, `max_seq_length` against the config, the
+   vocabulary against the config, the processor's task type, labels and
+   metrics; then reads and converts every split needed (bad rows and labels
+   are reported before any time is spent), writing Google's TFRecords
+   (`train.tf_record`, `eval.tf_record`, `predict.tf_record`);
+2. fine-tunes `BertClassifier` with the project's one trainer
+   (`tf.distribute`, checkpoints and resume, TensorBoard), or restores the
+   latest checkpoint for eval/predict only;
+3. writes Google's `eval_results.txt` (plus the processor's metrics, e.g.
+   eval_f1) and `test_results.tsv`, and optionally a SavedModel that takes
+   raw strings (`export_dir`).
+
+Every problem with the inputs is a `ValueError` (or `FileNotFoundError`)
+whose one-line message names the flag, file or line at fault; the script
+prints it as ``run_classifier: error: ...``.
+
+The task is registered as ``registry.tasks.get("classification")``.
+"""
+
+import dataclasses
+import os
+from typing import Any, List, Optional
+
+from absl import logging
+import keras
+import numpy as np
+import tensorflow as tf
+
+from data import processors as processors_lib
+from data import tokenization
+from modeling import bert as config_lib
+from modeling import checkpoints
+from modeling import registry
+from modeling.serving import export
+from modeling.tasks import FineTuningTask
+from modeling.tasks import classification as classifier_lib
+from modeling.training import distribute
+from modeling.training import optimization
+from modeling.training import trainer as trainer_lib
+
+__all__ = ["ClassifierJob", "ClassifierJobError", "ClassifierResult", "build_processor",
+           "run"]
+
+
+class ClassifierJobError(ValueError):
+    """Bad job settings or inputs, reported as one line."""
+
+
+@dataclasses.dataclass
+class ClassifierJob:
+    """Everything a fine-tuning run needs; the fields are `run_classifier.py`'s flags.
+
+    `processor` is a ``path/to/my_task.py:MyProcessor`` spec (as the flag),
+    or, from Python, a `DataProcessor` class or instance (used as it is).
+    """
+
+    # Google's flags.
+    data_dir: Optional[str] = None
+    bert_config_file: Optional[str] = None
+    task_name: Optional[str] = None
+    vocab_file: Optional[str] = None
+    output_dir: Optional[str] = None
+    init_checkpoint: Optional[str] = None
+    do_lower_case: bool = True
+    max_seq_length: int = 128
+    do_train: bool = False
+    do_eval: bool = False
+    do_predict: bool = False
+    train_batch_size: int = 32
+    eval_batch_size: int = 8
+    predict_batch_size: int = 8
+    learning_rate: float = 5e-5
+    num_train_epochs: float = 3.0
+    warmup_proportion: float = 0.1
+    save_checkpoints_steps: int = 1000
+    # Your own processor.
+    processor: Any = None
+    # task_name=generic.
+    file_format: str = "tsv"
+    text_a_column: Optional[str] = "0"
+    text_b_column: Optional[str] = None
+    label_column: Optional[str] = "1"
+    guid_column: Optional[str] = None
+    has_header: bool = True
+    labels: Optional[List[str]] = None
+    task_type: str = processors_lib.CLASSIFICATION
+    label_separator: str = ","
+    train_file: Optional[str] = None
+    dev_file: Optional[str] = None
+    test_file: Optional[str] = None
+    eval_metrics: Optional[List[str]] = None
+    # task_name=ids.
+    ids_num_labels: Optional[int] = None
+    ids_label_from_last_id: bool = False
+    ids_cls_id: Optional[int] = None
+    ids_sep_id: Optional[int] = None
+    ids_offset: int = 0
+    ids_keep: str = "first"
+    # task_name=xnli.
+    xnli_language: str = "zh"
+    # The trainer (`run/common_flags.define_trainer_flags`).
+    distribution_strategy: str = "one_device"
+    tpu: Optional[str] = None
+    num_gpus: Optional[int] = None
+    all_reduce_alg: Optional[str] = None
+    use_xla: bool = False
+    xla_optimizer_update: bool = True
+    mixed_precision: Optional[str] = None
+    optimizer: str = "adamw"
+    gradient_accumulation_steps: int = 1
+    keep_checkpoint_max: int = 5
+    log_steps: int = 100
+    # Serving and randomness.
+    export_dir: Optional[str] = None
+    seed: Optional[int] = None
+
+
+@dataclasses.dataclass
+class ClassifierResult:
+    """What `run` produced.
+
+    Attributes:
+        eval_results: the contents of eval_results.txt ({} without do_eval).
+        test_predictions: with do_predict, one row per test example, in the
+            order of the test file: class probabilities, or the predicted
+            score for regression (the rows of test_results.tsv).
+        output_dir: checkpoints, TFRecords, TensorBoard logs.
+        export_dir: the SavedModel, if one was written.
+    """
+
+    eval_results: dict
+    test_predictions: Optional[np.ndarray]
+    output_dir: str
+    export_dir: Optional[str] = None
+
+
+def _require(job, name):
+    if not getattr(job, name):
+        raise ClassifierJobError("--%s is required." % name)
+
+
+def _split_files(job):
+    return {name: getattr(job, name) for name in ("train_file", "dev_file", "test_file")
+            if getattr(job, name)}
+
+
+def build_processor(job, vocab_size=None):
+    """The job's `DataProcessor`: its own, `--processor`'s, or `--task_name`'s, configured."""
+    if job.processor is None or isinstance(job.processor, str):
+        processor_class = processors_lib.get_processor_class(job.task_name, job.processor)
+    elif isinstance(job.processor, type):
+        processor_class = job.processor
+    else:
+        return job.processor  # a DataProcessor instance, used as it is
+    if issubclass(processor_class, processors_lib.GenericProcessor):
+        return processor_class(
+            data_dir=job.data_dir, file_format=job.file_format,
+            text_a_column=job.text_a_column, text_b_column=job.text_b_column,
+            label_column=job.label_column, guid_column=job.guid_column,
+            has_header=job.has_header, labels=job.labels, task_type=job.task_type,
+            label_separator=job.label_separator, eval_metrics=job.eval_metrics,
+            **_split_files(job))
+    if issubclass(processor_class, processors_lib.IdsProcessor):
+        return processor_class(
+            data_dir=job.data_dir, labels=job.labels, num_labels=job.ids_num_labels,
+            label_from_last_id=job.ids_label_from_last_id, cls_id=job.ids_cls_id,
+            sep_id=job.ids_sep_id, id_offset=job.ids_offset, keep=job.ids_keep,
+            vocab_size=vocab_size, eval_metrics=job.eval_metrics, **_split_files(job))
+    if issubclass(processor_class, processors_lib.XnliProcessor):
+        return processor_class(language=job.xnli_language)
+    return processor_class()
+
+
+def _check_job(job):
+    """Checks the settings that need no data; returns the model config."""
+    if not (job.do_train or job.do_eval or job.do_predict):
+        raise ClassifierJobError(
+            "At least one of `do_train`, `do_eval` or `do_predict` must be True.")
+    for name in ("data_dir", "bert_config_file", "output_dir"):
+        _require(job, name)
+    if not job.task_name and not job.processor:
+        raise ClassifierJobError(
+            "Give --task_name (%s) or --processor=path/to/my_task.py:MyProcessor."
+            % ", ".join(sorted(processors_lib.PROCESSORS)))
+    try:
+        tokenization.validate_case_matches_checkpoint(job.do_lower_case, job.init_checkpoint)
+    except ValueError as e:
+        raise ClassifierJobError(str(e)) from e
+    bert_config = config_lib.load_bert_config(job.bert_config_file)
+    if job.max_seq_length > bert_config.max_position_embeddings:
+        raise ClassifierJobError(
+            "Cannot use sequence length %d because the BERT model (%s) was only trained up "
+            "to sequence length %d (max_position_embeddings)."
+            % (job.max_seq_length, job.bert_config_file, bert_config.max_position_embeddings))
+    for name in ("train_batch_size", "eval_batch_size", "predict_batch_size",
+                 "gradient_accumulation_steps"):
+        if getattr(job, name) < 1:
+            raise ClassifierJobError("--%s must be positive." % name)
+    return bert_config
+
+
+def _tokenizer(job, bert_config):
+    """The tokenizer, after checking the vocabulary against the config."""
+    _require(job, "vocab_file")
+    vocab = tokenization.load_vocab(job.vocab_file)
+    tokenization.check_vocab_special_tokens(vocab, job.vocab_file,
+                                            required=("[UNK]", "[CLS]", "[SEP]"))
+    if len(vocab) != bert_config.vocab_size:
+        raise ClassifierJobError(
+            "The vocabulary %s has %d tokens but the BERT config %s says vocab_size=%d; "
+            "use the vocab.txt that belongs to the model."
+            % (job.vocab_file, len(vocab), job.bert_config_file, bert_config.vocab_size))
+    return tokenization.FullTokenizer(job.vocab_file, job.do_lower_case)
+
+
+def _task_type(processor):
+    task_type = getattr(processor, "task_type", processors_lib.CLASSIFICATION)
+    if task_type not in processors_lib.TASK_TYPES:
+        raise ClassifierJobError("%s.task_type is %r; expected one of %s."
+                                 % (type(processor).__name__, task_type,
+                                    ", ".join(processors_lib.TASK_TYPES)))
+    return task_type
+
+
+def _labels_and_metrics(processor, task_type):
+    """(label_list, num_labels, eval_metrics) of a processor, checked."""
+    label_list = processor.get_labels()
+    if task_type == processors_lib.REGRESSION:
+        label_list, num_labels = None, 1
+    else:
+        if not label_list:
+            raise ClassifierJobError("The processor's get_labels() returned no labels.")
+        label_list = list(label_list)
+        num_labels = len(label_list)
+    eval_metrics = tuple(getattr(processor, "eval_metrics", ("accuracy",)))
+    unknown = [m for m in eval_metrics if m not in classifier_lib.METRICS]
+    if unknown:
+        raise ClassifierJobError("Unknown eval metric(s) %s; known: %s."
+                                 % (", ".join(unknown), ", ".join(classifier_lib.METRICS)))
+    return label_list, num_labels, eval_metrics
+
+
+def _write_summaries(model_dir, step, values):
+    writer = tf.summary.create_file_writer(os.path.join(model_dir, "eval"))
+    with writer.as_default(step=step):
+        for name, value in values.items():
+            if np.isfinite(value):
+                tf.summary.scalar(name, value)
+    writer.flush()
+
+
+def _write_test_results(path, rows):
+    """Google's test_results.tsv: one tab-separated row per example (atomic)."""
+    tmp = path + ".tmp"
+    with tf.io.gfile.GFile(tmp, "w") as writer:
+        for row in rows:
+            writer.write("\t".join(str(value) for value in row) + "\n")
+    tf.io.gfile.rename(tmp, path, overwrite=True)
+
+
+def _output_name(task_type):
+    return "predictions" if task_type == processors_lib.REGRESSION else "probabilities"
+
+
+def run(job):
+    """Runs `job` (train, eval and/or predict, export); returns a `ClassifierResult`."""
+    bert_config = _check_job(job)
+    processor = build_processor(job, bert_config.vocab_size)
+    task_type = _task_type(processor)
+    tokenizer = None
+    if getattr(processor, "needs_tokenizer", True):
+        tokenizer = _tokenizer(job, bert_config)
+    label_list, num_labels, eval_metrics = _labels_and_metrics(processor, task_type)
+    logging.info("Task: %s (%s), labels: %s", type(processor).__name__, task_type, label_list)
+
+    if job.seed is not None:
+        keras.utils.set_random_seed(job.seed)
+    if job.mixed_precision:
+        keras.mixed_precision.set_global_policy("mixed_" + job.mixed_precision)
+    strategy = distribute.get_strategy(job.distribution_strategy, job.num_gpus,
+                                       job.tpu, job.all_reduce_alg)
+    logging.info("Strategy: %s with %d replica(s)", type(strategy).__name__,
+                 strategy.num_replicas_in_sync)
+    output_dir = job.output_dir
+    tf.io.gfile.makedirs(output_dir)
+    seq = job.max_seq_length
+
+    def write_records(examples, name):
+        path = os.path.join(output_dir, name)
+        processors_lib.file_based_convert_examples_to_features(
+            examples, label_list, seq, tokenizer, path, task_type)
+        return path
+
+    # Read and convert every split that is needed before training anything:
+    # bad rows and labels are reported before any time is spent.
+    num_train_steps = num_warmup_steps = 0
+    train_file = eval_file = predict_file = None
+    if job.do_train:
+        train_examples = processor.get_train_examples(job.data_dir)
+        # An update sees train_batch_size * gradient_accumulation_steps examples.
+        examples_per_update = job.train_batch_size * job.gradient_accumulation_steps
+        num_train_steps = int(len(train_examples) / examples_per_update * job.num_train_epochs)
+        num_warmup_steps = int(num_train_steps * job.warmup_proportion)
+        if num_train_steps < 1:
+            accumulation = ""
+            if job.gradient_accumulation_steps > 1:
+                accumulation = ", --gradient_accumulation_steps=%d" % (
+                    job.gradient_accumulation_steps)
+            raise ClassifierJobError(
+                "%d training examples, --train_batch_size=%d%s and --num_train_epochs=%s "
+                "make no training step." % (len(train_examples), job.train_batch_size,
+                                            accumulation, job.num_train_epochs))
+        train_file = write_records(train_examples, "train.tf_record")
+        logging.info("***** Running training *****")
+        logging.info("  Num examples = %d", len(train_examples))
+        logging.info("  Batch size = %d", job.train_batch_size)
+        logging.info("  Num steps = %d", num_train_steps)
+    if job.do_eval:
+        eval_examples = processor.get_dev_examples(job.data_dir)
+        num_actual_eval_examples = len(eval_examples)
+        if not eval_examples:
+            raise ClassifierJobError("The dev set in %s has no examples." % job.data_dir)
+        eval_examples = processors_lib.pad_examples(eval_examples, job.eval_batch_size)
+        eval_file = write_records(eval_examples, "eval.tf_record")
+    if job.do_predict:
+        predict_examples = processor.get_test_examples(job.data_dir)
+        num_actual_predict_examples = len(predict_examples)
+        if not predict_examples:
+            raise ClassifierJobError("The test set in %s has no examples." % job.data_dir)
+        predict_examples = processors_lib.pad_examples(predict_examples,
+                                                       job.predict_batch_size)
+        predict_file = write_records(predict_examples, "predict.tf_record")
+
+    encoder_kwargs = {}
+    if "layer_norm_epsilon" in bert_config.extra:
+        encoder_kwargs["layer_norm_epsilon"] = float(bert_config.extra["layer_norm_epsilon"])
+
+    def model_fn():
+        return classifier_lib.BertClassifier.from_config_object(
+            bert_config, num_labels=num_labels, task_type=task_type, **encoder_kwargs)
+
+    def init_fn(model):
+        if job.init_checkpoint:
+            checkpoints.init_from_checkpoint(model, job.init_checkpoint)
+            logging.info("Initialised the encoder from %s", job.init_checkpoint)
+        else:
+            logging.warning("No --init_checkpoint: the encoder starts from random weights.")
+
+    trainer = trainer_lib.Trainer(
+        strategy, model_fn=model_fn,
+        optimizer_fn=lambda: optimization.create_optimizer(
+            job.learning_rate, max(1, num_train_steps), num_warmup_steps,
+            optimizer_type=job.optimizer,
+            gradient_accumulation_steps=job.gradient_accumulation_steps,
+            jit_update=job.xla_optimizer_update),
+        model_dir=output_dir, train_batch_size=job.train_batch_size,
+        num_train_steps=num_train_steps, save_checkpoints_steps=job.save_checkpoints_steps,
+        keep_checkpoint_max=job.keep_checkpoint_max, log_steps=job.log_steps,
+        gradient_accumulation_steps=job.gradient_accumulation_steps,
+        use_xla=job.use_xla, init_fn=init_fn)
+
+    def input_fn(path, batch_size, is_training):
+        # Eval and predict sets are padded to whole batches: every batch is
+        # full, so shapes are static (TPUs) and replicas get equal shares.
+        return processors_lib.file_based_input_fn_builder(
+            path, seq, is_training=is_training, drop_remainder=True,
+            batch_size=batch_size, task_type=task_type, num_labels=num_labels,
+            seed=job.seed)
+
+    if job.do_train:
+        trainer.train(input_fn(train_file, job.train_batch_size, True))
+    else:
+        # Eval/predict only: the latest checkpoint in output_dir, else --init_checkpoint.
+        trainer.restore_or_initialize()
+
+    output = _output_name(task_type)
+    result = ClassifierResult(eval_results={}, test_predictions=None, output_dir=output_dir)
+    if job.do_eval:
+        logging.info("***** Running evaluation *****")
+        logging.info("  Num examples = %d (%d actual, %d padding)", len(eval_examples),
+                     num_actual_eval_examples, len(eval_examples) - num_actual_eval_examples)
+        eval_input_fn = input_fn(eval_file, job.eval_batch_size, False)
+        raw = trainer.evaluate(eval_input_fn, max_steps=None, restore=False)
+        results = {"global_step": raw.pop("global_step")}
+        for name, value in raw.items():
+            results["eval_" + name] = value
+        # Google's Estimator also reports the mean loss as `loss`.
+        results["loss"] = results["eval_loss"]
+        extra = [m for m in eval_metrics if "eval_" + m not in results]
+        if extra:
+            predictions = trainer.predict(eval_input_fn, [output, "label_ids", "is_real_example"],
+                                          restore=False)
+            values = classifier_lib.compute_metrics(
+                extra, predictions[output], predictions["label_ids"], task_type,
+                predictions["is_real_example"])
+            for name, value in values.items():
+                results["eval_" + name] = value
+            if trainer.is_chief:
+                _write_summaries(output_dir, results["global_step"], values)
+        if trainer.is_chief:
+            trainer_lib.write_eval_results(results, os.path.join(output_dir, "eval_results.txt"))
+        print("***** Eval results *****")
+        for key in sorted(results):
+            print("  %s = %s" % (key, results[key]))
+        result.eval_results = results
+
+    if job.do_predict:
+        logging.info("***** Running prediction *****")
+        logging.info("  Num examples = %d (%d actual, %d padding)", len(predict_examples),
+                     num_actual_predict_examples,
+                     len(predict_examples) - num_actual_predict_examples)
+        predictions = trainer.predict(input_fn(predict_file, job.predict_batch_size, False),
+                                      [output], restore=False)
+        values = predictions[output][:num_actual_predict_examples]
+        if len(values) != num_actual_predict_examples:
+            raise ClassifierJobError("Predicted %d examples but the test set has %d."
+                                     % (len(values), num_actual_predict_examples))
+        rows = values.reshape(len(values), -1)
+        path = os.path.join(output_dir, "test_results.tsv")
+        if trainer.is_chief:
+            _write_test_results(path, rows)
+        print("Wrote %d predictions to %s" % (len(rows), path))
+        result.test_predictions = rows
+
+    if job.export_dir and trainer.is_chief:
+        if not getattr(processor, "needs_tokenizer", True):
+            raise ClassifierJobError(
+                "--export_dir needs a text task (the serving signature takes raw strings); "
+                "this processor reads token ids.")
+        if not job.do_train:
+            trainer.restore_or_initialize()
+        export.export_text_model(trainer.model, job.export_dir, job.vocab_file,
+                                 job.do_lower_case, seq,
+                                 output_fn=lambda outputs: {output: outputs[output]})
+        result.export_dir = job.export_dir
+        print("SavedModel:   %s (serving_default(text_a), serving_pair(text_a, text_b))"
+              % os.path.abspath(job.export_dir))
+    print("Checkpoints:  %s" % os.path.abspath(output_dir))
+    print("TensorBoard:  tensorboard --logdir %s" % os.path.abspath(output_dir))
+    return result
+
+
+registry.tasks.register("classification", FineTuningTask(
+    name="classification",
+    description="Sequence (pair) classification, multi-label classification or "
+                "regression on the pooled output (Google's run_classifier.py)",
+    model_class=classifier_lib.BertClassifier, job_class=ClassifierJob, run=run))

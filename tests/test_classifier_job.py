@@ -1,0 +1,79 @@
+"""modeling/tasks/classifier_job.py: run_classifier.py's run as a library call."""
+
+import os
+
+import numpy as np
+import pytest
+
+from data import processors
+from modeling import bert as config_lib
+from modeling import registry
+from modeling.tasks import classifier_job
+
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "red", "blue", "cat", "dog"]
+
+
+class ColourProcessor(processors.DataProcessor):
+    """In-memory examples: label "1" iff the text names a colour."""
+
+    def _examples(self, n, set_type):
+        words = ["red", "blue", "cat", "dog"]
+        return [processors.InputExample("%s-%d" % (set_type, i), words[i % 4],
+                                        label=str(int(i % 4 < 2))) for i in range(n)]
+
+    def get_train_examples(self, data_dir):
+        return self._examples(16, "train")
+
+    def get_dev_examples(self, data_dir):
+        return self._examples(6, "dev")
+
+    def get_test_examples(self, data_dir):
+        return self._examples(5, "test")
+
+    def get_labels(self):
+        return ["0", "1"]
+
+
+@pytest.fixture
+def model_files(tmp_path):
+    (tmp_path / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
+    config = config_lib.BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1,
+                                   num_attention_heads=2, intermediate_size=32,
+                                   max_position_embeddings=16, type_vocab_size=2)
+    config.to_json_file(str(tmp_path / "bert_config.json"))
+    return tmp_path
+
+
+def test_registered_as_the_classification_task():
+    task = registry.tasks.get("classification")
+    assert task.job_class is classifier_job.ClassifierJob and task.run is classifier_job.run
+
+
+def test_bad_jobs_are_refused_with_one_line(model_files):
+    with pytest.raises(classifier_job.ClassifierJobError, match="At least one of `do_train`"):
+        classifier_job.run(classifier_job.ClassifierJob())
+    with pytest.raises(classifier_job.ClassifierJobError, match="--data_dir is required"):
+        classifier_job.run(classifier_job.ClassifierJob(do_train=True))
+    job = classifier_job.ClassifierJob(
+        do_train=True, data_dir=str(model_files), output_dir=str(model_files / "out"),
+        bert_config_file=str(model_files / "bert_config.json"), task_name="mrpc",
+        vocab_file=str(model_files / "vocab.txt"), max_seq_length=32)
+    with pytest.raises(classifier_job.ClassifierJobError, match="Cannot use sequence length 32"):
+        classifier_job.run(job)
+
+
+def test_a_processor_object_trained_evaluated_and_predicted_in_process(model_files):
+    out = model_files / "out"
+    result = classifier_job.run(classifier_job.ClassifierJob(
+        processor=ColourProcessor(), data_dir=str(model_files),
+        bert_config_file=str(model_files / "bert_config.json"),
+        vocab_file=str(model_files / "vocab.txt"), output_dir=str(out), max_seq_length=8,
+        do_train=True, do_eval=True, do_predict=True, train_batch_size=4,
+        num_train_epochs=1.0, log_steps=1, seed=1))
+    assert result.eval_results["global_step"] == 4  # int(16 / 4 * 1)
+    assert {"eval_accuracy", "eval_loss", "loss"} <= set(result.eval_results)
+    assert result.test_predictions.shape == (5, 2)
+    np.testing.assert_allclose(result.test_predictions.sum(axis=1), 1.0, atol=1e-5)
+    for name in ("train.tf_record", "eval.tf_record", "predict.tf_record", "eval_results.txt",
+                 "test_results.tsv"):
+        assert os.path.exists(out / name), name
