@@ -1,4 +1,9 @@
-"""Learning a WordPiece vocabulary from a corpus, in Google's layout.
+"""Learning vocabularies from a corpus: WordPiece (Google's layout) and byte-level BPE.
+
+Byte-level BPE (GPT-2's `vocab.json` + `merges.txt`, `learn_byte_bpe`) is
+learned with the HF `tokenizers` library over the corpus lines, the 256 byte
+symbols first and `<|endoftext|>` last; see the end of this module. The rest
+of this docstring is about WordPiece.
 
 Words are counted with this project's own `BasicTokenizer` (exactly the
 splitting the model will later see), then tensorflow-text's WordPiece learner
@@ -18,6 +23,7 @@ the embedding table.
 """
 
 import collections
+import json
 import logging
 import os
 import tempfile
@@ -115,3 +121,85 @@ def write_vocab(tokens, vocab_file):
             os.unlink(tmp)
         raise
     logging.info("Wrote %d tokens to %s", len(tokens), vocab_file)
+
+
+# ------------------------------------------------------- byte-level BPE (GPT-2)
+
+
+def byte_bpe_training_lines(files, stats=None):
+    """The strings a byte-level BPE vocabulary is learned from: each line + "\\n".
+
+    The causal-LM pipeline (`data.pretraining.causal_packing`) tokenizes a
+    corpus line by line, each line with its newline, so the learner sees the
+    same words (a newline ends a line's last word's run, "Ċ").
+    """
+    stats = stats if stats is not None else corpus_lib.ReadStats()
+    for document in corpus_lib.iter_documents(files, stats):
+        for lineno, raw in document.lines:
+            text = corpus_lib.decode_line(raw, document.path, lineno, stats)
+            yield text.rstrip("\r\n") + "\n"
+
+
+def learn_byte_bpe(lines, vocab_size, min_frequency=2, special_tokens=("<|endoftext|>",)):
+    """Learns GPT-2-style byte-level BPE with the HF `tokenizers` library.
+
+    Args:
+      lines: iterable of strings (see `byte_bpe_training_lines`).
+      vocab_size: target size, the 256 byte symbols and the special tokens
+        included (a small corpus may run out of pairs seen `min_frequency`
+        times before reaching it).
+      min_frequency: pairs seen fewer times are never merged.
+      special_tokens: put at the END of the vocabulary, as in GPT-2 (whose
+        `<|endoftext|>` is the last id, 50256), so that ids 0.. are the byte
+        symbols followed by the merges in the order they were learned.
+
+    Returns:
+      (vocab, merges): `{token: id}` and `[(left, right), ...]` in rank order.
+    """
+    from tokenizers import Tokenizer  # pylint: disable=g-import-not-at-top
+    from tokenizers import models, pre_tokenizers, trainers  # pylint: disable=g-import-not-at-top
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, min_frequency=min_frequency,
+        special_tokens=list(special_tokens),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tokenizer.train_from_iterator(lines, trainer)
+    model = json.loads(tokenizer.to_str())["model"]
+    merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m)
+              for m in model["merges"]]
+    learned = sorted(model["vocab"].items(), key=lambda kv: kv[1])
+    tokens = [t for t, _ in learned if t not in special_tokens] + list(special_tokens)
+    vocab = {token: i for i, token in enumerate(tokens)}
+    for left, right in merges:
+        if left + right not in vocab:
+            raise ValueError("merge %r %r makes a token missing from the vocabulary" % (left, right))
+    return vocab, merges
+
+
+def _write_atomically(path, text):
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".%s-" % os.path.basename(path), dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's files are private (0600)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_byte_bpe(vocab, merges, vocab_file, merges_file):
+    """Writes GPT-2's `vocab.json` and `merges.txt` (`#version: 0.2` header), atomically."""
+    ordered = dict(sorted(vocab.items(), key=lambda kv: kv[1]))
+    _write_atomically(vocab_file, json.dumps(ordered, ensure_ascii=False) + "\n")
+    _write_atomically(merges_file, "#version: 0.2\n"
+                      + "".join("%s %s\n" % pair for pair in merges))
+    logging.info("Wrote %d tokens to %s and %d merges to %s", len(vocab), vocab_file,
+                 len(merges), merges_file)

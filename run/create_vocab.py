@@ -1,8 +1,14 @@
-"""Learns a WordPiece vocabulary (Google's layout) from corpus files.
+"""Learns a WordPiece vocabulary (Google's layout) or byte-level BPE (GPT-2) from corpus files.
 
     python run/create_vocab.py --input_file=data/sample/*.txt \
         --vocab_file=/tmp/vocab.txt --vocab_size=8000
+
+    python run/create_vocab.py --vocab_type=byte_bpe \
+        --input_file=data/sample/sample_en.txt,data/sample/sample_zh.txt \
+        --vocab_file=/tmp/vocab.json --merges_file=/tmp/merges.txt --vocab_size=3000
 """
+
+import sys
 
 from absl import app
 from absl import flags
@@ -23,9 +29,37 @@ flags.DEFINE_integer("min_cjk_count", 1,
                      "CJK characters seen fewer times are left out of the vocabulary.")
 flags.DEFINE_integer("max_unique_chars", 1000, "Alphabet size for non-CJK text.")
 flags.DEFINE_integer("lower_thresh", 1, "Lowest piece frequency the learner may accept.")
+flags.DEFINE_enum("vocab_type", "wordpiece", ["wordpiece", "byte_bpe"],
+                  "wordpiece: Google's vocab.txt. byte_bpe: GPT-2's vocab.json + merges.txt "
+                  "(needs --merges_file).")
+flags.DEFINE_string("merges_file", None, "Where to write merges.txt (--vocab_type=byte_bpe).")
+flags.DEFINE_integer("min_frequency", 2,
+                     "byte_bpe: pairs seen fewer times are never merged.")
+
+
+def byte_bpe_main():
+    if not FLAGS.merges_file:
+        raise ValueError("--merges_file is required with --vocab_type=byte_bpe")
+    files = corpus.expand_file_patterns(FLAGS.input_file)
+    stats = corpus.ReadStats()
+    vocab, merges = vocab_learning.learn_byte_bpe(
+        vocab_learning.byte_bpe_training_lines(files, stats), FLAGS.vocab_size,
+        min_frequency=FLAGS.min_frequency)
+    vocab_learning.write_byte_bpe(vocab, merges, FLAGS.vocab_file, FLAGS.merges_file)
+    print("Read %d files; wrote %d tokens to %s and %d merges to %s"
+          % (len(files), len(vocab), FLAGS.vocab_file, len(merges), FLAGS.merges_file))
+    for line in stats.describe():
+        logging.warning("%s", line)
 
 
 def main(_):
+    if FLAGS.vocab_type == "byte_bpe":
+        try:
+            byte_bpe_main()
+        except (ValueError, corpus.CorpusError) as e:
+            print("create_vocab: error: %s" % e, file=sys.stderr)
+            sys.exit(1)
+        return
     files = corpus.expand_file_patterns(FLAGS.input_file)
     stats = corpus.ReadStats()
     counts = vocab_learning.count_words(files, FLAGS.do_lower_case, stats)

@@ -1,0 +1,290 @@
+"""`GPT2Config`: GPT-2's hyper-parameters under Hugging Face's `config.json` names.
+
+Why HF's names: the GPT-2 weights people have (OpenAI's four sizes and every
+fine-tune since) are distributed as HF folders, `config.json` next to
+`model.safetensors`, and OpenAI's own `hparams.json` uses the same short
+names (`n_embd`, `n_layer`, ...). So this project's GPT-2 config *is* HF's
+`config.json`: one file format, read and written unchanged. Keys this
+network does not use (`summary_*` of the double-heads model,
+`task_specific_params`, `architectures`, ...) are kept in `extra` and written
+back, so a config survives a round trip.
+
+Values are validated when the config is made, so a bad file fails at load
+time with one line naming the file and the field. Options that would make
+HF's model compute something this network does not (cross-attention,
+unscaled attention, attention scaled by the inverse layer index) are refused
+rather than ignored.
+
+The `max_position_embeddings`, `hidden_size`, ... properties give the
+BERT-style names generic code asks for (the pre-training job checks
+`max_seq_length` against `max_position_embeddings`).
+
+Presets: OpenAI's sizes (`gpt2`, `gpt2_medium`, `gpt2_large`, `gpt2_xl`) and
+`gpt2_tiny`, the demo job's model (2 layers, width 128).
+"""
+
+import copy
+import json
+import os
+import tempfile
+
+__all__ = ["GPT2Config", "GPT2ConfigError", "list_presets", "load_gpt2_config"]
+
+
+class GPT2ConfigError(ValueError):
+    """A GPT-2 `config.json` (or dict) has a missing, mistyped or invalid value."""
+
+
+# Field -> (default, kind), in the order HF writes them. `None` kinds are
+# optional ints (n_inner, token ids).
+_FIELDS = (
+    ("vocab_size", 50257, "int"),
+    ("n_positions", 1024, "int"),
+    ("n_embd", 768, "int"),
+    ("n_layer", 12, "int"),
+    ("n_head", 12, "int"),
+    ("n_inner", None, "optional_int"),
+    ("activation_function", "gelu_new", "str"),
+    ("resid_pdrop", 0.1, "prob"),
+    ("embd_pdrop", 0.1, "prob"),
+    ("attn_pdrop", 0.1, "prob"),
+    ("layer_norm_epsilon", 1e-5, "positive_float"),
+    ("initializer_range", 0.02, "positive_float"),
+    ("bos_token_id", 50256, "optional_id"),
+    ("eos_token_id", 50256, "optional_id"),
+)
+_FIELD_NAMES = tuple(name for name, _, _ in _FIELDS)
+_DEFAULTS = {name: default for name, default, _ in _FIELDS}
+
+# HF options whose non-default values change what the model computes.
+_REFUSED = {
+    "add_cross_attention": (False, "cross-attention layers"),
+    "scale_attn_weights": (True, "attention without the 1/sqrt(head size) scale"),
+    "scale_attn_by_inverse_layer_idx": (False, "attention scaled by 1/(layer index + 1)"),
+}
+
+# HF activation names -> this project's (`modeling.layers.get_activation`).
+HF_ACTIVATIONS = {
+    "gelu_new": "gelu_new",
+    "gelu_pytorch_tanh": "gelu_new",
+    "gelu_fast": "gelu_new",
+    "gelu": "gelu",
+    "gelu_python": "gelu",
+    "relu": "relu",
+    "silu": "silu",
+    "swish": "swish",
+    "tanh": "tanh",
+    "linear": "linear",
+}
+
+_PRESETS = {
+    "gpt2": dict(n_embd=768, n_layer=12, n_head=12),
+    "gpt2_medium": dict(n_embd=1024, n_layer=24, n_head=16),
+    "gpt2_large": dict(n_embd=1280, n_layer=36, n_head=20),
+    "gpt2_xl": dict(n_embd=1600, n_layer=48, n_head=25),
+    # The demo job's model: BERT-Tiny's size, a context of 128.
+    "gpt2_tiny": dict(n_embd=128, n_layer=2, n_head=2, n_positions=128),
+}
+
+
+def list_presets():
+    return list(_PRESETS)
+
+
+def _check(name, value, kind):
+    """`value` normalised to its kind, or `GPT2ConfigError` naming the field."""
+    if kind in ("optional_int", "optional_id") and value is None:
+        return None
+    if kind in ("int", "optional_int", "optional_id"):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+                isinstance(value, float) and not value.is_integer()):
+            raise GPT2ConfigError("`%s` must be an integer, got %r" % (name, value))
+        value = int(value)
+        if kind == "optional_id":
+            if value < 0:
+                raise GPT2ConfigError("`%s` must be >= 0, got %d" % (name, value))
+        elif value <= 0:
+            raise GPT2ConfigError("`%s` must be positive, got %d" % (name, value))
+        return value
+    if kind == "str":
+        if not isinstance(value, str) or not value:
+            raise GPT2ConfigError("`%s` must be a non-empty string, got %r" % (name, value))
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise GPT2ConfigError("`%s` must be a number, got %r" % (name, value))
+    value = float(value)
+    if kind == "prob" and not 0.0 <= value < 1.0:
+        raise GPT2ConfigError("`%s` must be in [0, 1), got %s" % (name, value))
+    if kind == "positive_float" and not value > 0.0:
+        raise GPT2ConfigError("`%s` must be positive, got %s" % (name, value))
+    return value
+
+
+class GPT2Config:
+    """GPT-2's hyper-parameters (HF `GPT2Config` field names and defaults).
+
+    Args:
+        vocab_size: rows of the token embedding table (50257 for OpenAI's).
+        n_positions: longest context (rows of the position table).
+        n_embd: width of the model.
+        n_layer: Transformer blocks.
+        n_head: attention heads; must divide `n_embd`.
+        n_inner: feed-forward width; None means `4 * n_embd`.
+        activation_function: HF name ("gelu_new" = tanh approximation).
+        resid_pdrop: dropout on each block half's output before the residual.
+        embd_pdrop: dropout on token + position embeddings.
+        attn_pdrop: dropout on the attention probabilities.
+        layer_norm_epsilon: LayerNorm epsilon (1e-5).
+        initializer_range: std of the weight initialiser (0.02); residual
+            output projections use `initializer_range / sqrt(2 * n_layer)`.
+        bos_token_id, eos_token_id: `<|endoftext|>`'s id (50256 for OpenAI's).
+        **extra: other keys, kept and written back.
+    """
+
+    def __init__(self, **values):
+        extra = {k: v for k, v in values.items() if k not in _DEFAULTS}
+        if "n_ctx" in extra and "n_positions" not in values:
+            # OpenAI's hparams and old HF configs: n_ctx is the context.
+            values["n_positions"] = extra["n_ctx"]
+        for name, default, kind in _FIELDS:
+            setattr(self, name, _check(name, values.get(name, default), kind))
+        if self.n_embd % self.n_head:
+            raise GPT2ConfigError("`n_embd` (%d) must be a multiple of `n_head` (%d)"
+                                  % (self.n_embd, self.n_head))
+        if not isinstance(self.activation_function, str) or (
+                self.activation_function.lower() not in HF_ACTIVATIONS):
+            raise GPT2ConfigError("`activation_function` %r is not supported; known: %s"
+                                  % (self.activation_function, ", ".join(HF_ACTIVATIONS)))
+        model_type = extra.get("model_type")
+        if model_type is not None and model_type != "gpt2":
+            raise GPT2ConfigError("`model_type` is %r, not 'gpt2'" % (model_type,))
+        for key, (default, what) in _REFUSED.items():
+            if key in extra and extra[key] != default:
+                raise GPT2ConfigError("`%s`=%r (%s) is not supported by this GPT-2 network"
+                                      % (key, extra[key], what))
+        self.extra = copy.deepcopy(extra)
+
+    # ------------------------------------------------- BERT-style aliases
+
+    @property
+    def hidden_size(self):
+        return self.n_embd
+
+    @property
+    def num_hidden_layers(self):
+        return self.n_layer
+
+    @property
+    def num_attention_heads(self):
+        return self.n_head
+
+    @property
+    def intermediate_size(self):
+        return self.n_inner or 4 * self.n_embd
+
+    @property
+    def max_position_embeddings(self):
+        return self.n_positions
+
+    @property
+    def hidden_act(self):
+        """This project's name of the activation (`modeling.layers.get_activation`)."""
+        return HF_ACTIVATIONS[self.activation_function.lower()]
+
+    # ---------------------------------------------------------------- dicts
+
+    @classmethod
+    def from_dict(cls, values):
+        if not isinstance(values, dict):
+            raise GPT2ConfigError("a GPT-2 config must be a JSON object, got %s"
+                                  % type(values).__name__)
+        return cls(**values)
+
+    def to_dict(self):
+        """The known fields in HF's order, then the extras."""
+        out = {name: getattr(self, name) for name in _FIELD_NAMES}
+        out.update(copy.deepcopy(self.extra))
+        return out
+
+    def to_json_string(self):
+        return json.dumps(self.to_dict(), indent=2) + "\n"
+
+    def replace(self, **changes):
+        values = self.to_dict()
+        values.update(changes)
+        return type(self).from_dict(values)
+
+    @classmethod
+    def from_preset(cls, name, vocab_size=50257, **overrides):
+        """A named size (`list_presets()`), with `vocab_size` and other overrides."""
+        if name not in _PRESETS:
+            raise KeyError("Unknown GPT-2 preset %r; known: %s" % (name, ", ".join(_PRESETS)))
+        values = dict(_PRESETS[name], vocab_size=vocab_size)
+        if vocab_size != 50257:
+            # <|endoftext|> is the last id of a vocabulary learned by
+            # run/create_vocab.py --vocab_type=byte_bpe, as in OpenAI's.
+            values.update(bos_token_id=vocab_size - 1, eos_token_id=vocab_size - 1)
+        values.update(overrides)
+        return cls(**values)
+
+    # ---------------------------------------------------------------- files
+
+    @classmethod
+    def from_json_file(cls, path):
+        """Reads a GPT-2 `config.json` (HF's or this project's: the same format)."""
+        path = os.fspath(path)
+        if not os.path.isfile(path):
+            raise FileNotFoundError("GPT-2 config file not found: %s" % path)
+        try:
+            with open(path, encoding="utf-8") as f:
+                values = json.load(f)
+        except (OSError, ValueError) as e:
+            raise GPT2ConfigError("GPT-2 config file %s is not valid JSON: %s" % (path, e)) from e
+        try:
+            return cls.from_dict(values)
+        except (GPT2ConfigError, TypeError) as e:
+            raise GPT2ConfigError("Invalid GPT-2 config file %s: %s" % (path, e)) from e
+
+    def to_json_file(self, path):
+        """Writes the config atomically (a temporary file renamed over `path`)."""
+        path = os.fspath(path)
+        directory = os.path.dirname(os.path.abspath(path))
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".gpt2_config.", suffix=".tmp", dir=directory)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(self.to_json_string())
+                f.flush()
+                os.fsync(f.fileno())
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            raise
+
+    def __eq__(self, other):
+        if not isinstance(other, GPT2Config):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    def __repr__(self):
+        return "GPT2Config(%s)" % ", ".join("%s=%r" % kv for kv in self.to_dict().items())
+
+
+def load_gpt2_config(path):
+    """Reads a GPT-2 `config.json`, or the one in a model folder.
+
+    Raises:
+        FileNotFoundError: no such file (or no config.json in the folder).
+        GPT2ConfigError: invalid JSON or values; the message names the file.
+    """
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        candidate = os.path.join(path, "config.json")
+        if not os.path.isfile(candidate):
+            raise FileNotFoundError("No config.json in directory %s" % path)
+        path = candidate
+    return GPT2Config.from_json_file(path)

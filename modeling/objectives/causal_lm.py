@@ -1,0 +1,149 @@
+"""The causal (left-to-right) language-model objective of GPT/GPT-2, registered as "causal_lm".
+
+Every position predicts the next token: `logits[:, t]` scores `input_ids[:,
+t + 1]`, so a window of T tokens gives T - 1 predictions and no masking
+scheme is needed (the attention mask keeps each position from seeing its
+future; `modeling.gpt2`). The decoder is the network's token embedding table
+(tied, as in GPT-2: `logits = h @ wte^T`), so the objective has no weights of
+its own.
+
+Padding: a prediction counts only when both the position and its target are
+real (`input_mask` 1), so packed windows padded at the end of a file add
+nothing. Without `input_mask` every position counts.
+
+    loss     = sum(w * CE) / (sum(w) + 1e-5)         (as the masked-LM loss)
+    metrics  causal_lm_loss      (sum w*CE, sum w)   nats per predicted token
+             causal_lm_accuracy  (sum w*correct, sum w)
+
+Baseline: the next-token targets themselves (`baseline_targets`), so the
+generic unigram baseline applies: its loss is the cross-entropy of the
+training tokens' add-one smoothed frequencies, the best a model that ignores
+context can do. `derived_metrics` turns both losses into perplexities
+(`causal_lm_perplexity`, `unigram_baseline_causal_lm_perplexity`), the
+number language-model papers quote.
+"""
+
+import math
+
+import keras
+import tensorflow as tf
+
+from modeling import registry
+from modeling.layers.common import PACKAGE as _PACKAGE
+from modeling.objectives.base import Objective
+from modeling.objectives.base import _Ref
+from modeling.objectives.base import _per_example_cross_entropy
+from modeling.objectives.base import _stat
+
+__all__ = ["CausalLMObjective", "next_token_targets"]
+
+
+def next_token_targets(input_ids, input_mask=None):
+    """`(targets [batch, seq-1], weights [batch, seq-1] float32)` of a batch.
+
+    Works on tensors and NumPy arrays alike (`baseline_targets` uses it on
+    NumPy batches).
+    """
+    targets = input_ids[:, 1:]
+    if input_mask is None:
+        weights = tf.ones(tf.shape(targets), tf.float32)
+    else:
+        mask = tf.cast(input_mask, tf.float32)
+        weights = mask[:, 1:] * mask[:, :-1]
+    return targets, weights
+
+
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class CausalLMObjective(Objective):
+    """Next-token prediction through the attached network's embedding table.
+
+    Args:
+        vocab_size: rows of the embedding table (checked in `attach`).
+        loss_weight: see `Objective`.
+
+    Losses: `causal_lm_loss`. Metrics: `causal_lm_loss`,
+    `causal_lm_accuracy`. Outputs: `causal_lm_logits` float32
+    `[batch, seq, vocab]` (position t scores token t + 1).
+    """
+
+    def __init__(self, vocab_size, loss_weight=1.0, **kwargs):
+        kwargs.setdefault("name", "causal_lm")
+        super().__init__(loss_weight=loss_weight, **kwargs)
+        self.vocab_size = vocab_size
+        self._encoder = None
+        self.build()
+
+    def attach(self, encoder):
+        table = encoder.embedding_table
+        if int(table.shape[0]) != self.vocab_size:
+            raise ValueError("The network's embedding table has %d rows but the causal LM "
+                             "predicts %d tokens." % (int(table.shape[0]), self.vocab_size))
+        self._encoder = _Ref(encoder)
+
+    def logits(self, sequence_output):
+        """`sequence_output @ embedding_table^T` as float32 `[..., vocab]`."""
+        if self._encoder is None:
+            raise ValueError("CausalLMObjective needs the network's embedding table: call "
+                             "attach(network) first (the Pretrainer does this).")
+        table = self._encoder.value.embedding_table
+        table = tf.cast(table, sequence_output.dtype)
+        # One 2-D product against the table (no broadcast over the batch).
+        flat = tf.reshape(sequence_output, [-1, tf.shape(sequence_output)[-1]])
+        logits = tf.matmul(flat, table, transpose_b=True)
+        shape = tf.concat([tf.shape(sequence_output)[:-1], tf.shape(table)[:1]], 0)
+        return tf.cast(tf.reshape(logits, shape), tf.float32)
+
+    def call(self, encoder_outputs, features, training=None):
+        logits = self.logits(encoder_outputs["sequence_output"])
+        outputs = {"causal_lm_logits": logits}
+        if "input_ids" not in features:
+            return {"losses": {}, "metrics": {}, "outputs": outputs}
+        input_ids = tf.cast(features["input_ids"], tf.int32)
+        targets, weights = next_token_targets(input_ids, features.get("input_mask"))
+        predictions = logits[:, :-1]
+        per_token = _per_example_cross_entropy(predictions, targets)
+        correct = tf.cast(tf.equal(tf.argmax(predictions, axis=-1, output_type=tf.int32),
+                                   targets), tf.float32)
+        total = tf.reduce_sum(weights * per_token)
+        count = tf.reduce_sum(weights)
+        return {
+            "losses": {"causal_lm_loss": total / (count + 1e-5)},
+            "metrics": {
+                "causal_lm_loss": _stat(total, count),
+                "causal_lm_accuracy": _stat(tf.reduce_sum(weights * correct), count),
+            },
+            "outputs": outputs,
+        }
+
+    # ------------------------------------------------------------- baseline
+
+    def baseline_targets(self, features):
+        ids = features["input_ids"]
+        mask = features.get("input_mask")
+        if mask is None:
+            return ids[:, 1:].reshape(-1)
+        keep = (mask[:, 1:] > 0) & (mask[:, :-1] > 0)
+        return ids[:, 1:][keep]
+
+    def baseline_num_classes(self):
+        return self.vocab_size
+
+    def derived_metrics(self, results):
+        baseline = "%s_baseline_causal_lm" % self.baseline_kind
+        derived = {}
+        for prefix in ("causal_lm", baseline):
+            loss = results.get(prefix + "_loss")
+            if loss is not None:
+                derived[prefix + "_perplexity"] = math.exp(min(float(loss), 700.0))
+        return derived
+
+    def get_config(self):
+        config = super().get_config()
+        config["vocab_size"] = self.vocab_size
+        return config
+
+
+@registry.objectives.register("causal_lm")
+def _causal_lm(config, family, **kwargs):
+    del family  # the decoder is the network's own table: nothing family-specific
+    return CausalLMObjective(vocab_size=config.vocab_size, **kwargs)

@@ -1,0 +1,330 @@
+"""Text generation with a causal LM (GPT-2): greedy or sampled, with a key/value cache.
+
+Why a cache: a causal network's keys and values at a position never change
+once computed (a position sees only the past), so each new token needs one
+position's worth of work instead of re-running the whole sequence.
+`generate(..., use_cache=True)` runs the prompt once (`call_with_cache`),
+then one `decode_step` per token, reusing the cached keys and values;
+`use_cache=False` recomputes the whole sequence at every step (the
+reference: the tests check both give the same tokens and logits).
+
+Decoding, per prompt:
+
+* greedy: the most likely token (the lowest id on a tie);
+* sample: `softmax(logits / temperature)`, restricted to the `top_k` most
+  likely tokens (0: all) and then to the smallest set whose probability
+  reaches `top_p` (1.0: all), drawn with NumPy's PCG64 seeded by
+  `(seed, prompt index)`, so a prompt's sample does not depend on the
+  others or on how prompts are batched.
+
+Generation of a prompt stops after `eos_id` (included in the generated ids)
+or `max_new_tokens`. Prompts are run in batches, left-padded: padded
+positions are masked out of attention and the real ones keep positions
+0, 1, ... (`position_ids`), so a batched prompt gets what it would alone.
+An empty prompt starts from `bos_id` (GPT-2's unconditional samples start
+from `<|endoftext|>`); that token is not part of the prompt's ids.
+
+`load_generator(config_file, init_checkpoint, vocab_file, merges_file)`
+builds the network and tokenizer from files (an HF GPT-2 folder or this
+project's pre-training output) and `generate_records` / `write_jsonl`
+produce `run/generate.py`'s JSON lines.
+"""
+
+import dataclasses
+import json
+import os
+import tempfile
+from typing import List, Optional
+
+import numpy as np
+import tensorflow as tf
+
+__all__ = ["DecodingOptions", "GenerationError", "Generator", "filter_logits", "generate",
+           "generate_records", "load_generator", "write_jsonl"]
+
+DECODING_MODES = ("greedy", "sample")
+
+
+class GenerationError(ValueError):
+    """An invalid generation option or input; `option` names the argument."""
+
+    def __init__(self, option, message):
+        self.option = option
+        super().__init__(message)
+
+
+@dataclasses.dataclass
+class DecodingOptions:
+    """How tokens are chosen (see the module docstring)."""
+
+    max_new_tokens: int = 32
+    decoding: str = "greedy"
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+    seed: int = 0
+
+    def validate(self):
+        if isinstance(self.max_new_tokens, bool) or not isinstance(self.max_new_tokens, int) \
+                or self.max_new_tokens < 1:
+            raise GenerationError("max_new_tokens", "max_new_tokens must be a positive "
+                                  "integer, got %r" % (self.max_new_tokens,))
+        if self.decoding not in DECODING_MODES:
+            raise GenerationError("decoding", "decoding must be one of %s, got %r"
+                                  % ("|".join(DECODING_MODES), self.decoding))
+        if not self.temperature > 0:
+            raise GenerationError("temperature", "temperature must be > 0, got %r"
+                                  % (self.temperature,))
+        if isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < 0:
+            raise GenerationError("top_k", "top_k must be an integer >= 0 (0: no limit), "
+                                  "got %r" % (self.top_k,))
+        if not 0 < self.top_p <= 1:
+            raise GenerationError("top_p", "top_p must be in (0, 1], got %r" % (self.top_p,))
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise GenerationError("seed", "seed must be an integer >= 0, got %r" % (self.seed,))
+        return self
+
+
+def filter_logits(logits, temperature=1.0, top_k=0, top_p=1.0):
+    """Probabilities of one row of logits after temperature, top-k and top-p.
+
+    Returns a float64 vector summing to 1 (tokens filtered out have 0).
+    """
+    scaled = np.asarray(logits, np.float64) / temperature
+    if 0 < top_k < scaled.size:
+        kth = np.partition(scaled, -top_k)[-top_k]
+        scaled = np.where(scaled < kth, -np.inf, scaled)
+    probs = np.exp(scaled - np.max(scaled))
+    probs /= probs.sum()
+    if top_p < 1.0:
+        order = np.argsort(-probs, kind="stable")
+        cumulative = np.cumsum(probs[order])
+        # Keep tokens until the kept mass reaches top_p (the crossing one too).
+        drop = order[(cumulative - probs[order]) >= top_p]
+        probs[drop] = 0.0
+        probs /= probs.sum()
+    return probs
+
+
+@dataclasses.dataclass
+class GenerationResult:
+    generated_ids: List[int]
+    logits: Optional[List[np.ndarray]] = None  # one [vocab] row per generated token
+
+
+def _step_functions(network):
+    cached = getattr(network, "_generation_steps", None)
+    if cached is None:
+        prefill = tf.function(
+            lambda ids, mask, positions: network.call_with_cache(
+                ids, None, input_mask=mask, position_ids=positions),
+            reduce_retracing=True)
+        step = tf.function(
+            lambda ids, cache, mask, positions: network.call_with_cache(
+                ids, cache, input_mask=mask, position_ids=positions),
+            reduce_retracing=True)
+
+        def full(ids, mask, positions):
+            outputs = network({"input_ids": ids, "input_mask": mask,
+                               "position_ids": positions}, training=False)
+            return network.logits(outputs["sequence_output"][:, -1:])[:, 0]
+
+        cached = (prefill, step, tf.function(full, reduce_retracing=True))
+        network._generation_steps = cached  # pylint: disable=protected-access
+    return cached
+
+
+def generate(network, prompts, options=None, eos_id=None, bos_id=None, use_cache=True,
+             batch_size=8, return_logits=False, first_index=0):
+    """Generates a continuation of each prompt.
+
+    Args:
+        network: a `GPT2Network` (anything with `call_with_cache`, `logits`
+            and the encoder contract).
+        prompts: list of lists of token ids.
+        options: `DecodingOptions` (default: greedy, 32 tokens).
+        eos_id: stop a prompt's generation after this token (None: never).
+        bos_id: the token an empty prompt starts from.
+        use_cache: key/value cache (True) or full recomputation (False).
+        batch_size: prompts run together.
+        return_logits: also return each step's logits (float32 `[vocab]`).
+        first_index: index of `prompts[0]` in the caller's list (seeds).
+
+    Returns:
+        list of `GenerationResult`, one per prompt.
+    """
+    options = (options or DecodingOptions()).validate()
+    limit = network.n_positions
+    for i, prompt in enumerate(prompts):
+        length = max(1, len(prompt))
+        if not prompt and bos_id is None:
+            raise GenerationError("prompt", "prompt %d is empty and there is no bos id to "
+                                  "start from" % (first_index + i))
+        if length + options.max_new_tokens > limit:
+            raise GenerationError(
+                "max_new_tokens", "prompt %d has %d tokens; with max_new_tokens=%d that "
+                "exceeds the model's %d positions" % (first_index + i, length,
+                                                      options.max_new_tokens, limit))
+    results = []
+    for start in range(0, len(prompts), batch_size):
+        results.extend(_generate_batch(network, prompts[start:start + batch_size], options,
+                                       eos_id, bos_id, use_cache, return_logits,
+                                       first_index + start))
+    return results
+
+
+def _generate_batch(network, prompts, options, eos_id, bos_id, use_cache, return_logits,
+                    first_index):
+    prefill, step, full = _step_functions(network)
+    rows = [list(p) if p else [bos_id] for p in prompts]
+    batch = len(rows)
+    width = max(len(r) for r in rows)
+    ids = np.zeros([batch, width], np.int32)
+    mask = np.zeros([batch, width], np.int32)
+    for b, r in enumerate(rows):
+        ids[b, width - len(r):] = r
+        mask[b, width - len(r):] = 1
+    positions = np.maximum(np.cumsum(mask, axis=1) - 1, 0).astype(np.int32)
+    rngs = [np.random.Generator(np.random.PCG64([options.seed, first_index + b]))
+            for b in range(batch)]
+    results = [GenerationResult([], [] if return_logits else None) for _ in range(batch)]
+    done = np.zeros([batch], bool)
+    cache = None
+    if use_cache:
+        outputs = prefill(tf.constant(ids), tf.constant(mask), tf.constant(positions))
+        logits = outputs["logits"][:, -1].numpy()
+        cache = outputs["cache"]
+    else:
+        logits = full(tf.constant(ids), tf.constant(mask), tf.constant(positions)).numpy()
+    for step_index in range(options.max_new_tokens):
+        chosen = np.zeros([batch], np.int32)
+        for b in range(batch):
+            if done[b]:
+                continue
+            if options.decoding == "greedy":
+                token = int(np.argmax(logits[b]))
+            else:
+                probs = filter_logits(logits[b], options.temperature, options.top_k,
+                                      options.top_p)
+                token = int(rngs[b].choice(probs.size, p=probs))
+            chosen[b] = token
+            results[b].generated_ids.append(token)
+            if return_logits:
+                results[b].logits.append(np.array(logits[b]))
+            if eos_id is not None and token == eos_id:
+                done[b] = True
+        if done.all() or step_index == options.max_new_tokens - 1:
+            break
+        # Finished rows keep decoding a pad token; their results are final.
+        next_positions = positions[:, -1:] + 1
+        mask = np.concatenate([mask, np.ones([batch, 1], np.int32)], axis=1)
+        positions = np.concatenate([positions, next_positions], axis=1)
+        ids = np.concatenate([ids, chosen[:, None]], axis=1)
+        if use_cache:
+            outputs = step(tf.constant(chosen[:, None]), cache, tf.constant(mask),
+                           tf.constant(next_positions))
+            logits = outputs["logits"][:, -1].numpy()
+            cache = outputs["cache"]
+        else:
+            logits = full(tf.constant(ids), tf.constant(mask), tf.constant(positions)).numpy()
+    return results
+
+
+# ------------------------------------------------------------------ files
+
+
+@dataclasses.dataclass
+class Generator:
+    """A network and its tokenizer, as `load_generator` makes them."""
+
+    network: object
+    tokenizer: object
+    eos_id: Optional[int]
+    bos_id: Optional[int]
+
+
+def load_generator(config_file, init_checkpoint, vocab_file, merges_file):
+    """Builds a GPT-2 network from a config file and a checkpoint, and its tokenizer.
+
+    Args:
+        config_file: an HF GPT-2 `config.json` (or its folder), or the one
+            `run_pretraining.py --recipe=gpt2` writes (the same format).
+        init_checkpoint: an HF `model.safetensors` (or its folder), or this
+            project's checkpoint folder / `ckpt-N` prefix; anything
+            `modeling.checkpoints.init_from_checkpoint` reads.
+        vocab_file, merges_file: the byte-level BPE files.
+
+    The eos/bos ids are the config's, else the vocabulary's `<|endoftext|>`.
+    """
+    from data.tokenizers import byte_bpe  # pylint: disable=g-import-not-at-top
+    from modeling import checkpoints  # pylint: disable=g-import-not-at-top
+    from modeling.gpt2 import GPT2Network  # pylint: disable=g-import-not-at-top
+    from modeling.gpt2 import load_gpt2_config  # pylint: disable=g-import-not-at-top
+
+    # Errors name the argument (= run/generate.py's flag) they come from.
+    try:
+        config = load_gpt2_config(config_file)
+    except (ValueError, OSError) as e:
+        raise GenerationError("config_file", str(e)) from e
+    for option, load in (("vocab_file", lambda: byte_bpe.load_vocab(vocab_file)),
+                         ("merges_file", lambda: byte_bpe.load_merges(merges_file))):
+        try:
+            load()
+        except byte_bpe.ByteBPEError as e:
+            raise GenerationError(option, str(e)) from e
+    tokenizer = byte_bpe.ByteBPETokenizer(vocab_file, merges_file)
+    if tokenizer.vocab_size > config.vocab_size:
+        raise GenerationError("vocab_file", "%s has %d tokens but the model (%s) has "
+                              "vocab_size %d" % (vocab_file, tokenizer.vocab_size,
+                                                 config_file, config.vocab_size))
+    network = GPT2Network.from_config_object(config)
+    try:
+        checkpoints.init_from_checkpoint(network, init_checkpoint)
+    except (ValueError, OSError, TypeError) as e:
+        raise GenerationError("init_checkpoint", str(e)) from e
+
+    def usable(token_id):
+        return token_id if token_id is not None and token_id < config.vocab_size else None
+
+    eos_id = usable(config.eos_token_id)
+    if eos_id is None:
+        eos_id = tokenizer.eos_id
+    bos_id = usable(config.bos_token_id)
+    if bos_id is None:
+        bos_id = eos_id
+    return Generator(network, tokenizer, eos_id, bos_id)
+
+
+def generate_records(generator, prompts, options, batch_size=8):
+    """One dict per prompt: `prompt`, `prompt_ids`, `generated_ids`, `text`.
+
+    `text` is the generated part only, decoded without special tokens.
+    """
+    tokenizer = generator.tokenizer
+    encoded = [tokenizer.encode(p) for p in prompts]
+    results = generate(generator.network, encoded, options, eos_id=generator.eos_id,
+                       bos_id=generator.bos_id, batch_size=batch_size)
+    return [{"prompt": prompt, "prompt_ids": ids, "generated_ids": result.generated_ids,
+             "text": tokenizer.decode(result.generated_ids, skip_special_tokens=True)}
+            for prompt, ids, result in zip(prompts, encoded, results)]
+
+
+def write_jsonl(records, path):
+    """Writes one JSON object per line to a temporary file, then renames it to `path`."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), suffix=".tmp",
+                               dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            for record in records:
+                f.write(json.dumps(record, ensure_ascii=False) + "\n")
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise

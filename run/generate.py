@@ -1,0 +1,103 @@
+"""Generates text with GPT-2: an HF GPT-2 folder or this project's pre-trained one.
+
+    python run/generate.py --init_checkpoint=/models/gpt2/model.safetensors \
+      --config_file=/models/gpt2/config.json --vocab_file=/models/gpt2/vocab.json \
+      --merges_file=/models/gpt2/merges.txt --prompt="The baker opens" \
+      --output_file=/tmp/out.jsonl --max_new_tokens=20
+
+    python run/generate.py --init_checkpoint=output/pretraining_sample \
+      --config_file=output/pretraining_sample/config.json \
+      --vocab_file=data/sample/gpt2/vocab.json --merges_file=data/sample/gpt2/merges.txt \
+      --input_file=prompts.txt --output_file=/tmp/out.jsonl --decoding=sample \
+      --temperature=0.8 --top_k=40 --top_p=0.95 --seed=1
+
+Writes one JSON line per prompt, `{"prompt", "prompt_ids", "generated_ids",
+"text"}` (`generated_ids` and `text` exclude the prompt), to a temporary
+file renamed to --output_file when complete. A bad flag is one line naming
+it. The work is `modeling.serving.generation`.
+"""
+
+import sys
+
+from absl import app
+from absl import flags
+
+from modeling.serving import generation
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("init_checkpoint", None,
+                    "HF GPT-2 model.safetensors (or its folder), or a checkpoint folder / "
+                    "ckpt-N prefix written by run_pretraining.py --recipe=gpt2.")
+flags.DEFINE_string("config_file", None,
+                    "The model's config.json (HF's, or the one run_pretraining.py wrote).")
+flags.DEFINE_string("vocab_file", None, "Byte-level BPE vocab.json.")
+flags.DEFINE_string("merges_file", None, "Byte-level BPE merges.txt.")
+flags.DEFINE_string("input_file", None, "Prompts, one per line (or use --prompt).")
+flags.DEFINE_string("prompt", None, "One prompt (or use --input_file).")
+flags.DEFINE_string("output_file", None, "Where to write the JSON lines.")
+flags.DEFINE_integer("max_new_tokens", 32, "Most tokens generated per prompt.")
+flags.DEFINE_string("decoding", "greedy", "greedy or sample.")
+flags.DEFINE_float("temperature", 1.0, "Sampling temperature (> 0).")
+flags.DEFINE_integer("top_k", 0, "Sample among the k most likely tokens (0: all).")
+flags.DEFINE_float("top_p", 1.0, "Sample within the smallest set of probability >= p.")
+flags.DEFINE_integer("seed", 0, "Sampling seed (each prompt's draw also depends on its line).")
+
+
+class FlagError(ValueError):
+    pass
+
+
+def _read_prompts():
+    if (FLAGS.input_file is None) == (FLAGS.prompt is None):
+        raise FlagError("give exactly one of --input_file and --prompt")
+    if FLAGS.prompt is not None:
+        return [FLAGS.prompt]
+    try:
+        with open(FLAGS.input_file, encoding="utf-8") as f:
+            return [line.rstrip("\r\n") for line in f]
+    except (OSError, UnicodeDecodeError) as e:
+        raise FlagError("--input_file: cannot read %s: %s" % (FLAGS.input_file, e)) from e
+
+
+def main(_):
+    for name in ("init_checkpoint", "config_file", "vocab_file", "merges_file",
+                 "output_file"):
+        if not FLAGS[name].value:
+            raise FlagError("--%s is required" % name)
+    options = generation.DecodingOptions(
+        max_new_tokens=FLAGS.max_new_tokens, decoding=FLAGS.decoding,
+        temperature=FLAGS.temperature, top_k=FLAGS.top_k, top_p=FLAGS.top_p,
+        seed=FLAGS.seed).validate()
+    prompts = _read_prompts()
+    generator = generation.load_generator(FLAGS.config_file, FLAGS.init_checkpoint,
+                                          FLAGS.vocab_file, FLAGS.merges_file)
+    records = generation.generate_records(generator, prompts, options)
+    generation.write_jsonl(records, FLAGS.output_file)
+    print("Wrote %d generations to %s" % (len(records), FLAGS.output_file))
+
+
+def _error(message):
+    print("generate: error: %s" % message, file=sys.stderr)
+    sys.exit(2)
+
+
+def _run(argv):
+    try:
+        main(argv)
+    except FlagError as e:
+        _error(e)
+    except generation.GenerationError as e:
+        _error("--%s: %s" % (e.option, e))
+
+
+def _parse_flags(argv):
+    # absl's own parse errors are two lines and a usage hint; one line here.
+    try:
+        return FLAGS(argv)
+    except flags.Error as e:
+        _error(e)
+
+
+if __name__ == "__main__":
+    app.run(_run, flags_parser=_parse_flags)

@@ -1,0 +1,75 @@
+"""The gpt2 recipe: registered parts, the demo job end to end, and whether it learns.
+
+The learning test's budget was fixed before it was first run: the demo job's
+settings (tiny GPT-2, batch 32 x 64 tokens, learning rate 1e-3, 100 warm-up
+steps, seed 12345) for 300 steps, evaluated on the held-out documents the
+generic job splits off, against the unigram baseline on the same tokens.
+"""
+
+import math
+import os
+
+import pytest
+
+from modeling import recipes
+from modeling import registry
+from modeling.recipes import pretraining
+from modeling.serving import generation
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+STEPS = 300
+
+
+def test_gpt2_parts_are_registered():
+    recipe = recipes.load_recipe("gpt2")
+    assert (recipe.encoder, recipe.objectives, recipe.pipeline) == ("gpt2", ("causal_lm",),
+                                                                    "causal_lm")
+    family = registry.families.get("gpt2")
+    assert family.config_file_name == "config.json" and "hf" in family.name_tables
+    assert "causal_lm" in registry.objectives and "causal_lm" in registry.pipelines
+    pipeline_class = registry.pipelines.get("causal_lm")
+    for path in pipeline_class.demo_vocab_files.values():
+        assert os.path.isfile(os.path.join(REPO_ROOT, path))
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    output_dir = str(tmp_path_factory.mktemp("gpt2_demo"))
+    job = pretraining.PretrainingJob.for_demo(
+        recipe="gpt2", output_dir=output_dir, num_train_steps=STEPS, num_warmup_steps=100,
+        learning_rate=1e-3, train_batch_size=32, eval_batch_size=32, max_seq_length=64,
+        max_eval_steps=20, save_checkpoints_steps=STEPS, log_steps=100, seed=12345)
+    return output_dir, pretraining.run(job)
+
+
+def test_demo_job_reports_perplexity_against_the_unigram_baseline(demo_run):
+    output_dir, results = demo_run
+    for key in ("causal_lm_loss", "causal_lm_accuracy", "causal_lm_perplexity",
+                "unigram_baseline_causal_lm_loss", "unigram_baseline_causal_lm_perplexity"):
+        assert key in results, sorted(results)
+    assert results["causal_lm_perplexity"] == pytest.approx(math.exp(results["causal_lm_loss"]))
+    assert results["global_step"] == STEPS
+    with open(os.path.join(output_dir, "eval_results.txt")) as f:
+        assert "causal_lm_perplexity" in f.read()
+    # The job's config.json is GPT-2's format; its checkpoint generates.
+    generator = generation.load_generator(
+        os.path.join(output_dir, "config.json"), output_dir,
+        os.path.join(REPO_ROOT, "data", "sample", "gpt2", "vocab.json"),
+        os.path.join(REPO_ROOT, "data", "sample", "gpt2", "merges.txt"))
+    records = generation.generate_records(generator, ["The baker opens"],
+                                          generation.DecodingOptions(max_new_tokens=5))
+    assert len(records[0]["generated_ids"]) <= 5 and records[0]["prompt_ids"]
+    print("demo after %d steps: held-out perplexity %.1f (loss %.3f), unigram %.1f (loss %.3f)"
+          % (STEPS, results["causal_lm_perplexity"], results["causal_lm_loss"],
+             results["unigram_baseline_causal_lm_perplexity"],
+             results["unigram_baseline_causal_lm_loss"]))
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "Measured at the fixed budget (300 steps): held-out causal_lm_loss 7.11 vs unigram "
+    "6.93. The tiny GPT-2 memorises the ~13K-token training split (train loss 1.1); its "
+    "held-out loss is lowest near step 50-100 (6.01) and rises after. Reported, not tuned."))
+def test_gpt2_beats_the_unigram_baseline_on_held_out_documents(demo_run):
+    _, results = demo_run
+    assert results["causal_lm_accuracy"] > results["unigram_baseline_causal_lm_accuracy"]
+    assert results["causal_lm_loss"] < results["unigram_baseline_causal_lm_loss"] - 0.3, results
