@@ -30,12 +30,8 @@ from absl import app
 from absl import flags
 
 import common_flags
-from data import corpus
-from data import tokenization
-from modeling import checkpoints
 from modeling import recipes
 from modeling import registry
-from modeling.bert import BertConfigError
 from modeling.recipes import pretraining
 
 FLAGS = flags.FLAGS
@@ -97,10 +93,9 @@ def main(_):
 def _run(argv):
     try:
         main(argv)
-    except (corpus.CorpusError, tokenization.VocabError, BertConfigError,
-            recipes.RecipeError, registry.RegistryError,
-            checkpoints.CheckpointMismatchError, checkpoints.CheckpointFormatError,
-            FileNotFoundError) as e:
+    except (ValueError, FileNotFoundError, registry.RegistryError) as e:
+        # Bad input of any part (corpus, vocabulary, config of any family,
+        # recipe, checkpoint: all ValueErrors) is one line, not a traceback.
         print("run_pretraining: error: %s" % e, file=sys.stderr)
         sys.exit(1)
 
