@@ -20,7 +20,7 @@ BERT-style names generic code asks for (the pre-training job checks
 `max_seq_length` against `max_position_embeddings`).
 
 Presets: OpenAI's sizes (`gpt2`, `gpt2_medium`, `gpt2_large`, `gpt2_xl`) and
-`gpt2_tiny`, the demo job's model (2 layers, width 128).
+`gpt2_tiny`, a tiny GPT-2 (2 layers, width 128).
 """
 
 import copy
