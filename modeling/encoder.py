@@ -64,7 +64,7 @@ class EncoderBase(keras.Model):
             # Other keys (labels, masked_lm_*) are ignored, so a whole
             # pre-training batch can be passed as is.
             if "input_ids" not in inputs:
-                raise ValueError("BertEncoder inputs need an 'input_ids' entry.")
+                raise ValueError("Encoder inputs need an 'input_ids' entry.")
             input_ids = inputs["input_ids"]
             input_mask = inputs.get("input_mask", input_mask)
             segment_ids = inputs.get("segment_ids", segment_ids)
@@ -73,7 +73,7 @@ class EncoderBase(keras.Model):
         elif isinstance(inputs, (list, tuple)):
             if not 1 <= len(inputs) <= 3:
                 raise ValueError(
-                    "Positional BertEncoder inputs are (input_ids[, input_mask"
+                    "Positional encoder inputs are (input_ids[, input_mask"
                     f"[, segment_ids]]); got {len(inputs)} tensors."
                 )
             input_ids = inputs[0]

@@ -65,8 +65,10 @@ class Registry:
         if name not in self._items:
             discover()
         if name not in self._items:
-            raise RegistryError("unknown %s %r; known: %s"
-                                % (self.kind, name, ", ".join(self.names()) or "none"))
+            failed = "".join("; %s could not be imported (%s)" % item
+                             for item in sorted(_FAILED_IMPORTS.items()))
+            raise RegistryError("unknown %s %r; known: %s%s"
+                                % (self.kind, name, ", ".join(self.names()) or "none", failed))
         return self._items[name]
 
     def __contains__(self, name):
@@ -135,28 +137,47 @@ objectives = Registry("objective")
 pipelines = Registry("input pipeline")
 tasks = Registry("task")
 
+_DISCOVERING = []
 _DISCOVERED = []
+# Built-in modules that failed to import: name -> error, shown by `get`.
+_FAILED_IMPORTS = {}
 _PACKAGES_TO_SCAN = ("modeling.objectives", "modeling.tasks", "modeling.recipes.pipelines")
 
 
-def _import_submodules(package_name):
-    package = importlib.import_module(package_name)
-    for info in pkgutil.iter_modules(package.__path__):
-        if not info.name.startswith("_"):
-            importlib.import_module("%s.%s" % (package_name, info.name))
+def _try_import(module_name):
+    """Imports one module; a failure is recorded, not fatal to the others.
+
+    A family whose optional dependency is missing must not take the other
+    families down with it: its parts are just absent, and asking for one of
+    them names the import error.
+    """
+    try:
+        return importlib.import_module(module_name)
+    except ImportError as e:
+        _FAILED_IMPORTS[module_name] = "%s: %s" % (type(e).__name__, e)
+        return None
 
 
 def discover():
     """Imports every built-in part once, so that all of them are registered."""
-    if _DISCOVERED:
+    if _DISCOVERED or _DISCOVERING:
         return
-    _DISCOVERED.append(True)
-    import modeling  # pylint: disable=g-import-not-at-top
-    for info in pkgutil.iter_modules(modeling.__path__):
-        if info.ispkg and not info.name.startswith("_"):
-            importlib.import_module("modeling.%s" % info.name)
-    for name in _PACKAGES_TO_SCAN:
-        _import_submodules(name)
+    _DISCOVERING.append(True)  # lookups made while importing do not recurse
+    try:
+        import modeling  # pylint: disable=g-import-not-at-top
+        for info in pkgutil.iter_modules(modeling.__path__):
+            if info.ispkg and not info.name.startswith("_"):
+                _try_import("modeling.%s" % info.name)
+        for package_name in _PACKAGES_TO_SCAN:
+            package = _try_import(package_name)
+            if package is None:
+                continue
+            for info in pkgutil.iter_modules(package.__path__):
+                if not info.name.startswith("_"):
+                    _try_import("%s.%s" % (package_name, info.name))
+        _DISCOVERED.append(True)
+    finally:
+        _DISCOVERING.pop()
 
 
 def load_user_module(path):

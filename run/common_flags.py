@@ -37,6 +37,12 @@ def define_trainer_flags(optimizer=True):
                          "Steps between progress lines and TensorBoard points.")
 
 
+def present_flag_values(job_class):
+    """{field: value} of the `job_class` fields whose flags were given explicitly."""
+    return {field.name: FLAGS[field.name].value for field in dataclasses.fields(job_class)
+            if field.name in FLAGS and FLAGS[field.name].present}
+
+
 def job_from_flags(job_class, **overrides):
     """A `job_class` dataclass whose fields take the values of the same-named flags."""
     values = {}

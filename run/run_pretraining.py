@@ -81,12 +81,15 @@ flags.DEFINE_string("recipe_module", None,
 def main(_):
     if FLAGS.recipe_module:
         registry.load_user_module(FLAGS.recipe_module)
-    job = common_flags.job_from_flags(pretraining.PretrainingJob, demo=not FLAGS.input_file)
-    if job.demo:
-        # Demo defaults apply only to the flags not given on the command line.
-        for name, value in pretraining.DEMO_DEFAULTS.items():
-            if not FLAGS[name].present:
-                setattr(job, name, value)
+    if FLAGS.input_file:
+        job = common_flags.job_from_flags(pretraining.PretrainingJob)
+    elif FLAGS.eval_input_file:
+        raise ValueError("--eval_input_file needs --input_file (without it the demo job "
+                         "holds out documents of the bundled corpus itself)")
+    else:
+        # The demo job; the flags given on the command line override its defaults.
+        job = pretraining.PretrainingJob.for_demo(**common_flags.present_flag_values(
+            pretraining.PretrainingJob))
     pretraining.run(job)
 
 

@@ -1,4 +1,4 @@
-"""Tests for modeling.checkpoints (and config.load_bert_config).
+"""Tests for modeling.checkpoints (and modeling.bert.load_bert_config).
 
 The parity tests compare against references written here, independently of
 the module's name table: a TF1 checkpoint made with `tf.compat.v1` in graph

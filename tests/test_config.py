@@ -1,4 +1,4 @@
-"""Tests for modeling.config.BertConfig: Google's fields, files and presets."""
+"""Tests for modeling.bert.config.BertConfig: Google's fields, files and presets."""
 
 import json
 import os

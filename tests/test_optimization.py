@@ -1,4 +1,4 @@
-"""Tests for modeling.optimization: Google's AdamW, LAMB, schedule, clipping,
+"""Tests for modeling.training.optimization: Google's AdamW, LAMB, schedule, clipping,
 gradient accumulation, and the tf.distribute contract."""
 
 import json

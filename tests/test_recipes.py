@@ -114,3 +114,32 @@ def test_recipe_beats_its_context_free_baselines_on_held_out_documents(tmp_path,
     loss = results["%s_loss" % first.name]
     baseline = results["%s_baseline_%s_loss" % (first.baseline_kind, first.name)]
     assert loss < baseline - 0.3, (name, loss, baseline)
+
+
+def test_a_failed_import_is_named_and_spares_the_other_parts(monkeypatch):
+    monkeypatch.setitem(registry._FAILED_IMPORTS, "modeling.some_family",  # pylint: disable=protected-access
+                        "ModuleNotFoundError: No module named 'its_dependency'")
+    assert registry.families.get("bert").name == "bert"
+    with pytest.raises(registry.RegistryError,
+                       match="modeling.some_family could not be imported .*its_dependency"):
+        registry.families.get("some_family")
+    assert registry._try_import("modeling.no_such_module_here") is None  # pylint: disable=protected-access
+    assert "modeling.no_such_module_here" in registry._FAILED_IMPORTS  # pylint: disable=protected-access
+
+
+def test_raw_text_pipelines_need_their_vocabulary_files(tmp_path, sample_corpus_files):
+    config = recipes.load_recipe("roberta").demo_config(vocab_size=100)
+    config.to_json_file(str(tmp_path / "bert_config.json"))
+    job = pretraining.PretrainingJob(
+        recipe="roberta", input_file=",".join(sample_corpus_files),
+        output_dir=str(tmp_path / "out"), bert_config_file=str(tmp_path / "bert_config.json"),
+        do_train=True, num_train_steps=1)
+    with pytest.raises(ValueError, match="--vocab_file is required"):
+        pretraining.run(job)
+    recipes.load_recipe("gpt2").demo_config(vocab_size=3000).to_json_file(
+        str(tmp_path / "config.json"))
+    job.recipe = "gpt2"
+    job.vocab_file = os.path.join(pretraining.SAMPLE_DIR, "gpt2", "vocab.json")
+    job.bert_config_file = str(tmp_path / "config.json")
+    with pytest.raises(ValueError, match="--merges_file is required"):
+        pretraining.run(job)

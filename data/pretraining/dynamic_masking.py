@@ -14,7 +14,7 @@ Stages (`roberta_dataset`):
 1. **Read and tokenize.** Each file is read line by line
    (`tf.data.TextLineDataset`); lines are grouped into blocks of
    ``lines_per_block`` and each block is tokenized with one call of
-   `data.graph_tokenizer.GraphTokenizer` (parallel map), which gives the ids
+   `data.tokenizers.wordpiece.GraphTokenizer` (parallel map), which gives the ids
    of the Python `FullTokenizer`. Corpus format as in `data.corpus`: one
    sentence per line, a blank line (ASCII whitespace only) between documents,
    and a file end also ends a document; lines over ``max_line_bytes`` are
@@ -39,7 +39,7 @@ Stages (`roberta_dataset`):
    and `StatelessMaskValuesChooser`, then are padded to ``max_seq_length``
    (``input_mask``) and ``max_predictions_per_seq``.
 
-Masking rules are those of the static pipeline (`data.masking`): a row of
+Masking rules are those of the static pipeline (`data.pretraining.masking`): a row of
 ``n`` tokens (``[CLS]`` and ``[SEP]`` counted) gets
 ``min(max_predictions_per_seq, max(1, round(n * masked_lm_prob)))``
 predictions chosen uniformly among its maskable tokens (``[CLS]``, ``[SEP]``
@@ -79,7 +79,7 @@ PACKING_MODES = ("full_sentences", "doc_sentences")
 
 
 def masked_lm_budget(num_tokens, masked_lm_prob, max_predictions_per_seq):
-    """`data.masking.num_to_predict` on a tensor of row lengths (int64)."""
+    """`data.pretraining.masking.num_to_predict` on a tensor of row lengths (int64)."""
     num_tokens = tf.cast(num_tokens, tf.float64)
     # tf.round rounds half to even, like Python's round().
     budget = tf.cast(tf.round(num_tokens * masked_lm_prob), tf.int64)

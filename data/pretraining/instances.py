@@ -23,7 +23,7 @@ This follows google-research/bert's `create_pretraining_data.py` rule for rule
 Beyond Google's rules, the parts of other pre-training recipes are selected
 by name in `InstanceOptions` (defaults give Google's output, unchanged):
 
-* ``masking``: a strategy of `data.masking.MASKING_STRATEGIES` -- ``token``
+* ``masking``: a strategy of `data.pretraining.masking.MASKING_STRATEGIES` -- ``token``
   (Google's), ``whole_word`` (``--do_whole_word_mask``; for Chinese with
   ``chinese_word_segmentation``, jieba words as units), ``span`` (SpanBERT),
   ``ngram`` (ALBERT).
@@ -34,7 +34,7 @@ by name in `InstanceOptions` (defaults give Google's output, unchanged):
 
 Word boundaries travel beside the tokens: with ``chinese_word_segmentation``
 each sentence comes with a list of booleans, True where a word begins
-(`data.masking.tokenize_with_word_starts`); the objectives cut and truncate
+(`data.pretraining.masking.tokenize_with_word_starts`); the objectives cut and truncate
 them together with the tokens, and the masking strategy groups tokens into
 words with them. Without segmentation none are carried and words are read
 off the ``##`` marks.
@@ -112,7 +112,7 @@ def create_masked_lm_predictions(tokens, masked_lm_prob, max_predictions_per_seq
                                  vocab_words, rng, do_whole_word_mask=False):
     """Chooses and applies the masked-LM corruption of one instance (Google's API).
 
-    The ``token`` or ``whole_word`` strategy of `data.masking`.
+    The ``token`` or ``whole_word`` strategy of `data.pretraining.masking`.
 
     Returns:
       (output_tokens, masked_lm_positions, masked_lm_labels), positions sorted.
@@ -412,7 +412,7 @@ def create_instances_from_document(all_documents, document_index, max_seq_length
         Google's masking (``token`` or ``whole_word``), used when `masker` is
         None.
       rng: a `random.Random`; all randomness comes from it.
-      masker: a `data.masking.Masker` (carrying its own budget), or None.
+      masker: a `data.pretraining.masking.Masker` (carrying its own budget), or None.
       sentence_objective: a name of `SENTENCE_OBJECTIVES`.
       all_word_starts: None, or word starts parallel to `all_documents`
         (per document, per sentence, per token: True where a word begins).
@@ -480,7 +480,7 @@ _INSTANCE_OPTION_FIELDS = (
 # Defaults of the trailing fields; callers written before they existed keep working.
 _INSTANCE_OPTION_DEFAULTS = (
     False,    # do_whole_word_mask (Google's flag; an alias of masking="whole_word")
-    "token",  # masking: a name of data.masking.MASKING_STRATEGIES
+    "token",  # masking: a name of data.pretraining.masking.MASKING_STRATEGIES
     "nsp",    # sentence_objective: a name of SENTENCE_OBJECTIVES
     False,    # chinese_word_segmentation: jieba words as units for word-level masking
     0.2,      # span_geometric_p
@@ -498,7 +498,7 @@ class InstanceOptions(collections.namedtuple("InstanceOptions", _INSTANCE_OPTION
     have defaults that reproduce Google's output:
 
     * ``masking``: ``token`` | ``whole_word`` | ``span`` | ``ngram``
-      (`data.masking.MASKING_STRATEGIES`); ``do_whole_word_mask=True`` with
+      (`data.pretraining.masking.MASKING_STRATEGIES`); ``do_whole_word_mask=True`` with
       ``masking="token"`` means ``whole_word``.
     * ``sentence_objective``: ``nsp`` | ``sop`` | ``none`` (`SENTENCE_OBJECTIVES`).
     * ``chinese_word_segmentation``: segment each sentence with jieba and use
@@ -518,7 +518,7 @@ class InstanceOptions(collections.namedtuple("InstanceOptions", _INSTANCE_OPTION
         return self.masking
 
     def masking_strategy(self):
-        """A new `data.masking.MaskingStrategy` for these options."""
+        """A new `data.pretraining.masking.MaskingStrategy` for these options."""
         return masking.create_masking_strategy(
             self.resolved_masking(), geometric_p=self.span_geometric_p,
             max_span_length=self.max_span_length, max_ngram=self.max_ngram)

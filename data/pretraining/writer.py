@@ -2,7 +2,7 @@
 
 `create_pretraining_data` reads the corpus as a stream of document chunks,
 hands the chunks to worker processes (each builds the instances of its chunk,
-see `data.pretraining_data`) and writes their serialised examples in chunk
+see `data.pretraining.instances`) and writes their serialised examples in chunk
 order, round-robin over the output files as Google's script does. Because
 results are consumed in order and each chunk's randomness depends only on
 (seed, chunk index), the output is byte-identical whatever `num_workers` is.

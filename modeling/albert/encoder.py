@@ -311,7 +311,7 @@ class AlbertEncoder(EncoderBase):
 
     @classmethod
     def from_config_object(cls, albert_config, **kwargs):
-        """Builds an encoder from a `modeling.config.AlbertConfig`.
+        """Builds an encoder from a `modeling.albert.AlbertConfig`.
 
         "gelu" becomes "gelu_tanh" (ALBERT's GELU, see the module
         docstring). `kwargs` (`share_parameters`, `name`, `dtype`,

@@ -185,7 +185,7 @@ class BertEncoder(EncoderBase):
 
     @classmethod
     def from_config_object(cls, bert_config, **kwargs):
-        """Builds an encoder from a `modeling.config.BertConfig`.
+        """Builds an encoder from a `modeling.bert.BertConfig`.
 
         `kwargs` (e.g. `name`, `dtype`, `output_attention_probs`) are passed to
         the constructor. Of the config's other keys (`extra`) only

@@ -12,7 +12,7 @@ Users arrive with weights in one of three shapes and expect each to work as
   package; PyTorch pickles (`pytorch_model.bin`) are refused, because
   unpickling can run arbitrary code.
 * this project's own object-based checkpoints (`ckpt-N`, written by
-  `modeling.training.Trainer`): matched by variable path, for every family,
+  `modeling.training.trainer.Trainer`): matched by variable path, for every family,
   by `object_based`.
 
 `init_from_checkpoint(model, path)` tells them apart (`resolve_checkpoint`)
@@ -219,7 +219,7 @@ def init_from_checkpoint(model, path, allow_missing_heads=False):
             trainer checkpoint's objectives, a fine-tuned task head) is
             skipped, because a task's own head starts fresh.
         path: a TF1 checkpoint prefix (Google's BERT or ALBERT), a
-            checkpoint written by `modeling.training.Trainer` (prefix or
+            checkpoint written by `modeling.training.trainer.Trainer` (prefix or
             model dir; the model part is restored, the optimizer ignored), a
             directory holding either, or an HF `.safetensors` file or model
             folder. See `resolve_checkpoint`.

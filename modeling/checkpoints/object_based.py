@@ -1,6 +1,6 @@
 """This project's own checkpoints: object-based ones written by the trainer.
 
-`modeling.training.Trainer` saves model + optimizer through
+`modeling.training.trainer.Trainer` saves model + optimizer through
 `tf.train.CheckpointManager` (`model_dir/ckpt-N`). Such a checkpoint used as
 `--init_checkpoint` (a classifier fine-tuned from one's own pre-training, a
 second pre-training stage) should restore the model part only, whatever
@@ -166,7 +166,7 @@ def _encoder_prefix(encoder):
 
 
 def load_object_based(model, prefix, allow_missing_heads=False):
-    """Restores the model part of a checkpoint written by `modeling.trainer`.
+    """Restores the model part of a checkpoint written by `modeling.training.trainer`.
 
     Encoder variables are matched by their path below the encoder (so a
     classifier's encoder loads from a pretrainer's checkpoint); for a

@@ -103,8 +103,8 @@ class NextSentenceObjective(Objective):
         )
         self.build()
 
-    # A model that ignores the text predicts the training labels' prior.
-    baseline_kind = "prior"
+    # A model that ignores the text predicts the training labels' prior: the
+    # unigram distribution of the labels (`unigram_baseline_<name>_*`).
 
     def baseline_targets(self, features):
         return features[self.label_feature].reshape(-1)

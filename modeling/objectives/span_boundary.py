@@ -12,7 +12,7 @@ span-selection tasks (QA, coreference) read.
     logits = h2 @ embedding_table^T + bias        (tied output embedding)
 
 The spans are recovered from the pre-training features themselves: the span
-masking of `data/masking.py` masks runs of consecutive positions, so a span
+masking of `data/pretraining/masking.py` masks runs of consecutive positions, so a span
 is a maximal run of consecutive `masked_lm_positions` (two spans that happen
 to touch are read as one; spans are sampled without overlap, so this only
 merges neighbours and never splits a span). No extra feature is needed, and

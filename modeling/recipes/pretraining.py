@@ -1,7 +1,7 @@
 """The pre-training job as a library call: what `run/run_pretraining.py` runs.
 
     from modeling.recipes import pretraining
-    results = pretraining.run(pretraining.PretrainingJob(recipe="bert", demo=True))
+    results = pretraining.run(pretraining.PretrainingJob.for_demo(recipe="bert"))
 
 `PretrainingJob` holds Google's `run_pretraining.py` flags (and this
 project's) as fields; `run(job)` reads the recipe, builds the model, the
@@ -124,11 +124,13 @@ def _strategy(job):
 def baselines(model, pipeline, train_inputs, eval_inputs, max_eval_examples,
               eval_batch_size):
     """Every objective's context-free baseline on the evaluation data."""
+    # Read once, scored by every objective (each takes its own targets).
+    train_batches = list(pipeline.baseline_batches(train_inputs, BASELINE_TRAIN_EXAMPLES))
+    eval_batches = list(pipeline.baseline_batches(eval_inputs, max_eval_examples,
+                                                  eval_batch_size))
     results = {}
     for objective in model.objectives:
-        results.update(objective.context_free_baseline(
-            pipeline.baseline_batches(train_inputs, BASELINE_TRAIN_EXAMPLES),
-            pipeline.baseline_batches(eval_inputs, max_eval_examples, eval_batch_size)))
+        results.update(objective.context_free_baseline(train_batches, eval_batches))
     return results
 
 

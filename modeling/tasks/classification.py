@@ -23,7 +23,7 @@ Three task types (`task_type`):
                     `[batch, 1]`, predictions `[batch]`.
 
 `compute_loss_and_metrics(features, training)` follows the trainer contract
-(`modeling.trainer`): it returns this replica's loss and `(sum, count)`
+(`modeling.training.trainer`): it returns this replica's loss and `(sum, count)`
 metrics. Examples are weighted by `is_real_example` (1 real, 0 padding) as
 Google's eval metrics are, so padding added to fill the last batch changes
 nothing:

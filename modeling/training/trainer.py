@@ -12,7 +12,7 @@ Objectives only contribute losses and metrics; everything else lives here:
 
 * one optimizer update per step, from `gradient_accumulation_steps`
   micro-batches (the optimizer accumulates, clips and applies; see
-  `modeling.optimization`);
+  `modeling.training.optimization`);
 * checkpoints of model + optimizer (step, slots, accumulators, and the count
   of micro-batches consumed, which is the input position) every
   `save_checkpoints_steps`, and automatic resume from the latest one: a run
@@ -76,10 +76,10 @@ class Trainer(object):
     """Trains and evaluates a model under a `tf.distribute` strategy.
 
     Args:
-      strategy: a `tf.distribute.Strategy` (see `modeling.distribute`).
+      strategy: a `tf.distribute.Strategy` (see `modeling.training.distribute`).
       model_fn: () -> model with `compute_loss_and_metrics`; called under
         the strategy's scope.
-      optimizer_fn: () -> optimizer (see `modeling.optimization`); called
+      optimizer_fn: () -> optimizer (see `modeling.training.optimization`); called
         under the strategy's scope.
       model_dir: checkpoints go here, TensorBoard logs in `train/`, `eval/`.
       train_batch_size: global batch size of one micro-batch (for

@@ -19,6 +19,7 @@ packing, ...); `PipelineOptions` the run's (vocabulary, lengths, seed).
 """
 
 import dataclasses
+import os
 from typing import Optional
 
 __all__ = ["Pipeline", "PipelineOptions"]
@@ -39,6 +40,10 @@ class PipelineOptions:
 class Pipeline:
     """Base class; see the module docstring."""
 
+    #: Vocabulary files (PipelineOptions fields) the pipeline reads on a user's
+    #: data; None: those of `demo_vocab_files`.
+    required_vocab_files = None
+
     #: Vocabulary files of the bundled sample corpus (repository-relative),
     #: used by the demo job when no --vocab_file is given.
     demo_vocab_files = {"vocab_file": "data/sample/vocab.txt"}
@@ -58,9 +63,22 @@ class Pipeline:
         raise NotImplementedError("%s must implement input_fn()" % type(self).__name__)
 
     def check_inputs(self, inputs):
-        """Raises a clear error when `inputs` name nothing readable."""
+        """Raises a clear error when `inputs` or the vocabulary files are missing."""
         from data import corpus  # pylint: disable=g-import-not-at-top
         corpus.expand_file_patterns(inputs)
+        self.check_vocab_files()
+
+    def check_vocab_files(self):
+        """Each vocabulary file this pipeline reads (`required_vocab_files`) is given."""
+        required = (self.demo_vocab_files if self.required_vocab_files is None
+                    else self.required_vocab_files)
+        for name in required:
+            path = getattr(self.options, name, None)
+            if not path:
+                raise ValueError("--%s is required by the recipe's input pipeline (%s)"
+                                 % (name, type(self).__name__))
+            if not os.path.isfile(path):
+                raise FileNotFoundError("--%s=%s: no such file" % (name, path))
 
     def baseline_batches(self, inputs, max_examples, batch_size=256):
         """Yields NumPy feature dicts of at most `max_examples` examples, in order."""

@@ -24,6 +24,9 @@ from modeling.recipes.pipelines.base import Pipeline
 class StaticMaskedPipeline(Pipeline):
     """TFRecords of statically masked instances (see the module docstring)."""
 
+    # The TFRecords hold ids already: a vocabulary is only read for the demo.
+    required_vocab_files = ()
+
     # The demo job's data: ten differently masked copies of the training
     # text (Google's dupe_factor), five of the held-out text (more masked
     # positions to score; the text itself is never trained on).
