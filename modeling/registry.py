@@ -112,6 +112,8 @@ class Family:
             (ALBERT's "gelu" is the tanh approximation).
         is_encoder: a callable telling whether a model object is this
             family's encoder/network.
+        has_pooler: its encoder returns a `pooled_output` (sentence-level
+            tasks such as classification read it).
     """
 
     name: str
@@ -124,6 +126,7 @@ class Family:
     checkpoint_heads: dict = dataclasses.field(default_factory=dict)
     head_activation: Optional[Callable] = None
     is_encoder: Optional[Callable] = None
+    has_pooler: bool = True
 
     def activation(self, config):
         if self.head_activation is not None:

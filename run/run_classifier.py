@@ -46,6 +46,9 @@ from data import processors as processors_lib
 from modeling.tasks import classifier_job
 
 # Google's flags.
+flags.DEFINE_string("model_family", "bert",
+                    "The encoder's model family (bert, albert, ...): how --bert_config_file "
+                    "and --init_checkpoint are read.")
 flags.DEFINE_string("data_dir", None,
                     "The input data dir. Should contain the .tsv files (or other data files) "
                     "for the task.")

@@ -77,3 +77,27 @@ def test_a_processor_object_trained_evaluated_and_predicted_in_process(model_fil
     for name in ("train.tf_record", "eval.tf_record", "predict.tf_record", "eval_results.txt",
                  "test_results.tsv"):
         assert os.path.exists(out / name), name
+
+
+def test_other_families_fine_tune_through_the_same_job(model_files):
+    from modeling.albert import AlbertConfig  # pylint: disable=g-import-not-at-top
+    AlbertConfig(vocab_size=len(VOCAB), embedding_size=8, hidden_size=16, num_hidden_layers=2,
+                 num_attention_heads=2, intermediate_size=32, max_position_embeddings=16
+                 ).to_json_file(str(model_files / "albert_config.json"))
+    common = dict(processor=ColourProcessor(), data_dir=str(model_files),
+                  vocab_file=str(model_files / "vocab.txt"), max_seq_length=8,
+                  do_train=True, do_eval=True, train_batch_size=4, num_train_epochs=1.0,
+                  log_steps=1, seed=1)
+    result = classifier_job.run(classifier_job.ClassifierJob(
+        model_family="albert", bert_config_file=str(model_files / "albert_config.json"),
+        output_dir=str(model_files / "albert_out"), **common))
+    assert result.eval_results["global_step"] == 4
+    assert np.isfinite(result.eval_results["eval_loss"])
+    with pytest.raises(classifier_job.ClassifierJobError, match="no pooled output"):
+        classifier_job.run(classifier_job.ClassifierJob(
+            model_family="gpt2", bert_config_file=str(model_files / "albert_config.json"),
+            output_dir=str(model_files / "gpt2_out"), **common))
+    with pytest.raises(classifier_job.ClassifierJobError, match="unknown model family 'bret'"):
+        classifier_job.run(classifier_job.ClassifierJob(
+            model_family="bret", bert_config_file=str(model_files / "albert_config.json"),
+            output_dir=str(model_files / "x_out"), **common))

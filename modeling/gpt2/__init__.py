@@ -49,4 +49,5 @@ FAMILY = registry.families.register("gpt2", registry.Family(
     name_tables={"hf": checkpoint_names.HF},
     head_activation=lambda config: config.hidden_act,
     is_encoder=lambda model: isinstance(model, GPT2Network),
+    has_pooler=False,
 ))

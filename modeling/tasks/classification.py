@@ -54,7 +54,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from modeling.bert import BertEncoder
+from modeling import registry
 from modeling.layers import truncated_normal_initializer
 
 __all__ = [
@@ -137,14 +137,16 @@ class BertClassifier(keras.Model):
 
     @classmethod
     def from_config_object(cls, bert_config, num_labels=None, task_type=CLASSIFICATION,
-                           dtype=None, **encoder_kwargs):
-        """A classifier over a fresh `BertEncoder` for a `BertConfig`.
+                           dtype=None, family="bert", **encoder_kwargs):
+        """A classifier over a fresh encoder of `family` (a registered name) for its config.
 
         Dropout and the head's initialiser follow the config
         (`hidden_dropout_prob`, `initializer_range`).
         """
         kwargs = {} if dtype is None else {"dtype": dtype}
-        encoder = BertEncoder.from_config_object(bert_config, **kwargs, **encoder_kwargs)
+        if isinstance(family, str):
+            family = registry.families.get(family)
+        encoder = family.build_encoder(bert_config, **kwargs, **encoder_kwargs)
         return cls(encoder, num_labels=num_labels, task_type=task_type,
                    dropout_rate=bert_config.hidden_dropout_prob,
                    initializer_range=bert_config.initializer_range, **kwargs)

@@ -44,7 +44,6 @@ import tensorflow as tf
 
 from data import processors as processors_lib
 from data import tokenization
-from modeling import bert as config_lib
 from modeling import checkpoints
 from modeling import registry
 from modeling.serving import export
@@ -70,6 +69,9 @@ class ClassifierJob:
     or, from Python, a `DataProcessor` class or instance (used as it is).
     """
 
+    # The encoder's family (a name of `modeling.registry.families` whose
+    # encoder has a pooled output: bert, albert, ...); its config file format.
+    model_family: str = "bert"
     # Google's flags.
     data_dir: Optional[str] = None
     bert_config_file: Optional[str] = None
@@ -202,7 +204,16 @@ def _check_job(job):
         tokenization.validate_case_matches_checkpoint(job.do_lower_case, job.init_checkpoint)
     except ValueError as e:
         raise ClassifierJobError(str(e)) from e
-    bert_config = config_lib.load_bert_config(job.bert_config_file)
+    try:
+        family = registry.families.get(job.model_family)
+    except registry.RegistryError as e:
+        raise ClassifierJobError("--model_family: %s" % e) from e
+    if not family.has_pooler:
+        raise ClassifierJobError(
+            "--model_family=%s: its network has no pooled output to classify; sequence "
+            "classification needs an encoder family with a pooler (e.g. bert, albert)"
+            % job.model_family)
+    bert_config = family.load_config(job.bert_config_file)
     if job.max_seq_length > bert_config.max_position_embeddings:
         raise ClassifierJobError(
             "Cannot use sequence length %d because the BERT model (%s) was only trained up "
@@ -353,7 +364,8 @@ def run(job):
 
     def model_fn():
         return classifier_lib.BertClassifier.from_config_object(
-            bert_config, num_labels=num_labels, task_type=task_type, **encoder_kwargs)
+            bert_config, num_labels=num_labels, task_type=task_type,
+            family=job.model_family, **encoder_kwargs)
 
     def init_fn(model):
         if job.init_checkpoint:
