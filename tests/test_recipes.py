@@ -56,6 +56,11 @@ def test_registry_and_declarative_files(tmp_path):
         bad.write_text(json.dumps(raw))
         with pytest.raises(recipes.RecipeError, match=message):
             recipes.load_recipe(str(bad))
+    typo = tmp_path / "typo.json"
+    typo.write_text(json.dumps({"name": "typo", "encoder": "bert", "objectives": ["masked_lm"],
+                                "pipeline": "static_masked", "data": {"maskin": "span"}}))
+    with pytest.raises(recipes.RecipeError, match="takes no data option 'maskin'"):
+        recipes.load_recipe(str(typo))
     broken = tmp_path / "broken.json"
     broken.write_text("{not json")
     with pytest.raises(recipes.RecipeError, match="broken.json is not valid JSON"):

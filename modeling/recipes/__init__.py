@@ -105,6 +105,18 @@ def load_recipe(name_or_path):
     recipe = Recipe(name=raw["name"], description=raw.get("description", ""),
                     encoder=raw["encoder"], objectives=tuple(raw["objectives"]),
                     data=data, pipeline=pipeline)
+    _check_names(recipe, path)
+    pipeline_class = registry.pipelines.get(recipe.pipeline)
+    allowed = getattr(pipeline_class, "data_options", None)
+    unknown = sorted(set(recipe.data) - set(allowed)) if allowed is not None else []
+    if unknown:
+        raise RecipeError("Recipe %s: the %r pipeline takes no data option %s (it takes: %s)"
+                          % (path, recipe.pipeline, ", ".join(map(repr, unknown)),
+                             ", ".join(allowed) or "none"))
+    return recipe
+
+
+def _check_names(recipe, path):
     for kind, names in (("encoder", [recipe.encoder]), ("objective", recipe.objectives),
                         ("pipeline", [recipe.pipeline])):
         table = {"encoder": registry.families, "objective": registry.objectives,
@@ -114,7 +126,6 @@ def load_recipe(name_or_path):
             raise RecipeError("Recipe %s: unknown %s %s (known: %s)"
                               % (path, kind, ", ".join(map(repr, unknown)),
                                  ", ".join(table.names())))
-    return recipe
 
 
 def build_pretrainer(recipe, config, dtype=None, **encoder_kwargs):

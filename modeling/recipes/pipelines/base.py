@@ -40,6 +40,9 @@ class PipelineOptions:
 class Pipeline:
     """Base class; see the module docstring."""
 
+    #: The keys a recipe's `data` may hold for this pipeline (None: any).
+    data_options = None
+
     #: Vocabulary files (PipelineOptions fields) the pipeline reads on a user's
     #: data; None: those of `demo_vocab_files`.
     required_vocab_files = None

@@ -22,6 +22,8 @@ from modeling.recipes.pipelines.base import Pipeline
 class CausalLMPipeline(Pipeline):
     """Raw text -> byte-level BPE windows (see the module docstring)."""
 
+    data_options = ()
+
     demo_vocab_files = {"vocab_file": "data/sample/gpt2/vocab.json",
                         "merges_file": "data/sample/gpt2/merges.txt"}
 

@@ -17,6 +17,8 @@ from modeling.recipes.pipelines.base import Pipeline
 class DynamicMaskedPipeline(Pipeline):
     """Raw text, masked in `tf.data` (see the module docstring)."""
 
+    data_options = ("packing",)
+
     def vocab_size(self):
         return len(tokenization.load_vocab(self.options.vocab_file))
 

@@ -26,6 +26,10 @@ class StaticMaskedPipeline(Pipeline):
 
     # The TFRecords hold ids already: a vocabulary is only read for the demo.
     required_vocab_files = ()
+    # `create_pretraining_data.py`'s recipe options (`InstanceOptions`).
+    data_options = ("do_whole_word_mask", "masking", "sentence_objective",
+                    "chinese_word_segmentation", "span_geometric_p", "max_span_length",
+                    "max_ngram", "replace_per_unit")
 
     # The demo job's data: ten differently masked copies of the training
     # text (Google's dupe_factor), five of the held-out text (more masked
