@@ -1,0 +1,31 @@
+"""Every built-in family and objective goes through the shared harness.
+
+A family or objective registered under `modeling/` without a case in
+`tests/harness.py`'s runs (`test_encoders.py`, `test_<family>_harness.py`) makes
+this test fail, so the harness's checks cannot be skipped by forgetting them.
+"""
+
+import test_encoders
+import test_gpt2_harness
+
+from modeling import registry
+
+
+def _built_in(table):
+    # Parts registered by users' modules (some tests register their own) are
+    # not the harness's business.
+    return [name for name, part in table.items()
+            if getattr(part, "__module__", "").startswith("modeling.")
+            or getattr(getattr(part, "build_encoder", None), "__module__", "").startswith(
+                "modeling.")]
+
+
+def test_every_family_and_objective_has_a_harness_case():
+    encoder_cases = [case.name for case in test_encoders.ENCODER_CASES
+                     + test_gpt2_harness.ENCODER_CASES]
+    objective_cases = [case.name for case in test_encoders.OBJECTIVE_CASES
+                       + test_gpt2_harness.OBJECTIVE_CASES]
+    for family in _built_in(registry.families):
+        assert any(name.startswith(family) for name in encoder_cases), family
+    for objective in _built_in(registry.objectives):
+        assert any(name.split("/")[0] == objective for name in objective_cases), objective
