@@ -48,6 +48,9 @@ class Recipe:
     objectives: tuple
     data: dict
     pipeline: str = "static_masked"
+    # Settings of the demo job that differ for this recipe (PretrainingJob
+    # fields, e.g. fewer steps for a model that would memorise the corpus).
+    demo: dict = dataclasses.field(default_factory=dict)
 
     @property
     def family(self):
@@ -102,9 +105,12 @@ def load_recipe(name_or_path):
     data = dict(raw.get("data", {}))
     pipeline = raw.get("pipeline") or ("dynamic_masked" if data.pop("dynamic", False)
                                        else "static_masked")
+    demo = raw.get("demo", {})
+    if not isinstance(demo, dict):
+        raise RecipeError("Recipe %s: `demo` must be a JSON object of job settings" % path)
     recipe = Recipe(name=raw["name"], description=raw.get("description", ""),
                     encoder=raw["encoder"], objectives=tuple(raw["objectives"]),
-                    data=data, pipeline=pipeline)
+                    data=data, pipeline=pipeline, demo=dict(demo))
     _check_names(recipe, path)
     pipeline_class = registry.pipelines.get(recipe.pipeline)
     allowed = getattr(pipeline_class, "data_options", None)

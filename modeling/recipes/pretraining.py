@@ -92,8 +92,15 @@ class PretrainingJob:
 
     @classmethod
     def for_demo(cls, **overrides):
-        """The demo job (`DEMO_DEFAULTS`), with `overrides` on top."""
+        """The demo job: `DEMO_DEFAULTS`, then the recipe's own `demo` settings, then `overrides`."""
         values = dict(DEMO_DEFAULTS, demo=True)
+        recipe = recipes.load_recipe(overrides.get("recipe", cls.recipe))
+        known = {field.name for field in dataclasses.fields(cls)}
+        unknown = sorted(set(recipe.demo) - known)
+        if unknown:
+            raise recipes.RecipeError("Recipe %s: unknown demo setting(s) %s"
+                                      % (recipe.name, ", ".join(unknown)))
+        values.update(recipe.demo)
         values.update(overrides)
         return cls(**values)
 
