@@ -33,6 +33,7 @@ import random
 import tensorflow as tf
 
 from data import corpus as corpus_lib
+from data.pretraining import text_windows
 from data.tokenizers import byte_bpe
 
 __all__ = ["causal_lm_dataset", "causal_lm_input_fn_builder", "file_windows"]
@@ -176,9 +177,6 @@ def causal_lm_dataset(input_patterns, vocab_file, merges_file, max_seq_length, b
         seed = random.SystemRandom().randrange(2 ** 31)
     if input_context is not None:
         batch_size = input_context.get_per_replica_batch_size(batch_size)
-    num_pipelines = input_context.num_input_pipelines if input_context else 1
-    pipeline_id = input_context.input_pipeline_id if input_context else 0
-    shard_by_file = num_pipelines > 1 and len(files) >= num_pipelines
     if tokenizer is None:
         tokenizer = byte_bpe.GraphByteBPETokenizer(vocab_file, merges_file)
     eot = _end_of_text_id(tokenizer, vocab_file)
@@ -188,22 +186,10 @@ def causal_lm_dataset(input_patterns, vocab_file, merges_file, max_seq_length, b
         return _pack_file(path, tokenizer, max_seq_length, eot, lines_per_block,
                           max_line_bytes)
 
-    d = tf.data.Dataset.from_tensor_slices(tf.constant(files))
-    if shard_by_file:
-        d = d.shard(num_pipelines, pipeline_id)
-    if repeat:
-        d = d.repeat()
-    if is_training:
-        d = d.shuffle(len(files), seed=seed)
-        d = d.interleave(pack, cycle_length=min(cycle_length, len(files)),
-                         num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    else:
-        d = d.flat_map(pack)
-    if num_pipelines > 1 and not shard_by_file:
-        d = d.shard(num_pipelines, pipeline_id)
-    if is_training:
-        d = d.shuffle(shuffle_buffer_size, seed=seed)
-    d = d.batch(batch_size, drop_remainder=drop_remainder)
+    d = text_windows.batched_windows(
+        files, pack, batch_size, is_training, input_context=input_context, repeat=repeat,
+        seed=seed, cycle_length=cycle_length, shuffle_buffer_size=shuffle_buffer_size,
+        drop_remainder=drop_remainder)
 
     @_no_autograph
     def features(ids, lengths):

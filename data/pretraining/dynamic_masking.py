@@ -72,6 +72,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from data import corpus as corpus_lib
+from data.pretraining import text_windows
 from data.tokenizers import wordpiece as graph_tokenizer_lib
 from data import tokenization
 
@@ -310,9 +311,7 @@ def roberta_dataset(input_patterns, vocab_file, do_lower_case, max_seq_length,
         seed = random.SystemRandom().randrange(2 ** 31)
     if input_context is not None:
         batch_size = input_context.get_per_replica_batch_size(batch_size)
-    num_pipelines = input_context.num_input_pipelines if input_context else 1
     pipeline_id = input_context.input_pipeline_id if input_context else 0
-    shard_by_file = num_pipelines > 1 and len(files) >= num_pipelines
 
     vocab = tokenization.load_vocab(vocab_file)
     cls_id = _special_id(vocab, tokenization.CLS_TOKEN)
@@ -331,22 +330,10 @@ def roberta_dataset(input_patterns, vocab_file, do_lower_case, max_seq_length,
         return _pack_file(path, tokenizer, window, packing, sep_id,
                           lines_per_block, max_line_bytes)
 
-    d = tf.data.Dataset.from_tensor_slices(tf.constant(files))
-    if shard_by_file:
-        d = d.shard(num_pipelines, pipeline_id)
-    if repeat:
-        d = d.repeat()
-    if is_training:
-        d = d.shuffle(len(files), seed=seed)
-        d = d.interleave(pack, cycle_length=min(cycle_length, len(files)),
-                         num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    else:
-        d = d.flat_map(pack)
-    if num_pipelines > 1 and not shard_by_file:
-        d = d.shard(num_pipelines, pipeline_id)
-    if is_training:
-        d = d.shuffle(shuffle_buffer_size, seed=seed)
-    d = d.batch(batch_size, drop_remainder=True)
+    d = text_windows.batched_windows(
+        files, pack, batch_size, is_training, input_context=input_context, repeat=repeat,
+        seed=seed, cycle_length=cycle_length, shuffle_buffer_size=shuffle_buffer_size,
+        drop_remainder=True)
 
     base_seed = tf.constant([seed, pipeline_id], tf.int64)
 
