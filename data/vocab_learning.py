@@ -26,8 +26,8 @@ import collections
 import json
 import logging
 import os
-import tempfile
 
+from data import atomic
 from data import corpus as corpus_lib
 from data import tokenization
 
@@ -108,18 +108,7 @@ def learn_vocab(word_counts, vocab_size, num_unused=99, min_cjk_count=1,
 
 def write_vocab(tokens, vocab_file):
     """Writes one token per line, atomically (temp file, then rename)."""
-    directory = os.path.dirname(os.path.abspath(vocab_file))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".vocab-", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            for token in tokens:
-                f.write(token + "\n")
-        os.replace(tmp, vocab_file)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic.write_text(vocab_file, "".join(token + "\n" for token in tokens))
     logging.info("Wrote %d tokens to %s", len(tokens), vocab_file)
 
 
@@ -179,20 +168,7 @@ def learn_byte_bpe(lines, vocab_size, min_frequency=2, special_tokens=("<|endoft
 
 
 def _write_atomically(path, text):
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".%s-" % os.path.basename(path), dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's files are private (0600)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic.write_text(path, text)
 
 
 def write_byte_bpe(vocab, merges, vocab_file, merges_file):

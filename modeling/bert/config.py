@@ -29,7 +29,8 @@ and the intermediate size is `4 * hidden`. The aliases `bert_tiny`, `bert_mini`,
 import copy
 import json
 import os
-import tempfile
+
+from data import atomic
 
 __all__ = [
     "BertConfig",
@@ -289,32 +290,9 @@ class BertConfig:
 
         The text goes to a temporary file in the same directory which then
         replaces `json_file`, so a reader never sees a half-written config and
-        a crash never leaves one behind.
+        a crash never leaves one behind (`data.atomic`).
         """
-        json_file = os.fspath(json_file)
-        text = self.to_json_string()
-        if _is_remote(json_file):
-            import tensorflow as tf
-
-            tmp = f"{json_file}.tmp-{os.getpid()}"
-            with tf.io.gfile.GFile(tmp, "w") as writer:
-                writer.write(text)
-            tf.io.gfile.rename(tmp, json_file, overwrite=True)
-            return
-        directory = os.path.dirname(os.path.abspath(json_file))
-        fd, tmp = tempfile.mkstemp(
-            prefix=".bert_config.", suffix=".tmp", dir=directory
-        )
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as writer:
-                writer.write(text)
-                writer.flush()
-                os.fsync(writer.fileno())
-            os.replace(tmp, json_file)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.remove(tmp)
-            raise
+        atomic.write_text(json_file, self.to_json_string())
 
     # ---------------------------------------------------------------- presets
 

@@ -26,7 +26,8 @@ Presets: OpenAI's sizes (`gpt2`, `gpt2_medium`, `gpt2_large`, `gpt2_xl`) and
 import copy
 import json
 import os
-import tempfile
+
+from data import atomic
 
 __all__ = ["GPT2Config", "GPT2ConfigError", "list_presets", "load_gpt2_config"]
 
@@ -247,23 +248,7 @@ class GPT2Config:
 
     def to_json_file(self, path):
         """Writes the config atomically (a temporary file renamed over `path`)."""
-        path = os.fspath(path)
-        directory = os.path.dirname(os.path.abspath(path))
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".gpt2_config.", suffix=".tmp", dir=directory)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(self.to_json_string())
-                f.flush()
-                os.fsync(f.fileno())
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.remove(tmp)
-            raise
+        atomic.write_text(path, self.to_json_string())
 
     def __eq__(self, other):
         if not isinstance(other, GPT2Config):

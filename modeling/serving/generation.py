@@ -33,11 +33,12 @@ produce `run/generate.py`'s JSON lines.
 import dataclasses
 import json
 import os
-import tempfile
 from typing import List, Optional
 
 import numpy as np
 import tensorflow as tf
+
+from data import atomic
 
 __all__ = ["DecodingOptions", "GenerationError", "Generator", "filter_logits", "generate",
            "generate_records", "load_generator", "write_jsonl"]
@@ -311,20 +312,5 @@ def generate_records(generator, prompts, options, batch_size=8):
 
 def write_jsonl(records, path):
     """Writes one JSON object per line to a temporary file, then renames it to `path`."""
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), suffix=".tmp",
-                               dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            for record in records:
-                f.write(json.dumps(record, ensure_ascii=False) + "\n")
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    atomic.write_text(path, "".join(json.dumps(record, ensure_ascii=False) + "\n"
+                                    for record in records))
