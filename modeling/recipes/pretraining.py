@@ -17,6 +17,7 @@ pipeline's inputs from each part, trains on one and evaluates on the other.
 
 import dataclasses
 import os
+import random
 from typing import Optional
 
 from absl import logging
@@ -181,7 +182,10 @@ def run(job):
     pipeline = recipe.build_pipeline(PipelineOptions(
         vocab_file=job.vocab_file, merges_file=job.merges_file,
         do_lower_case=job.do_lower_case, max_seq_length=job.max_seq_length,
-        max_predictions_per_seq=job.max_predictions_per_seq, seed=job.seed))
+        max_predictions_per_seq=job.max_predictions_per_seq,
+        # One seed for the whole run even when none is given, so that the
+        # evaluation and its baselines read the same (dynamically masked) batches.
+        seed=job.seed if job.seed is not None else random.SystemRandom().randrange(2 ** 31)))
     config = _load_config(recipe, job, pipeline)
     max_positions = getattr(config, "max_position_embeddings", None)
     if max_positions is not None and job.max_seq_length > max_positions:
