@@ -101,3 +101,20 @@ def test_other_families_fine_tune_through_the_same_job(model_files):
         classifier_job.run(classifier_job.ClassifierJob(
             model_family="bret", bert_config_file=str(model_files / "albert_config.json"),
             output_dir=str(model_files / "x_out"), **common))
+
+
+def test_albert_classifier_starts_from_a_google_albert_checkpoint(model_files):
+    from modeling import checkpoints, recipes  # pylint: disable=g-import-not-at-top
+    from modeling.albert import AlbertConfig  # pylint: disable=g-import-not-at-top
+    from modeling.tasks import classification  # pylint: disable=g-import-not-at-top
+    config = AlbertConfig(vocab_size=len(VOCAB), embedding_size=8, hidden_size=16,
+                          num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
+                          max_position_embeddings=16)
+    pretrainer = recipes.build_albert_pretrainer(config)
+    prefix = str(model_files / "albert" / "model.ckpt")
+    checkpoints.save_google_checkpoint(pretrainer, prefix)
+    classifier = classification.BertClassifier.from_config_object(config, num_labels=2,
+                                                                  family="albert")
+    checkpoints.init_from_checkpoint(classifier, prefix)
+    for mine, theirs in zip(classifier.encoder.weights, pretrainer.encoder.weights):
+        np.testing.assert_array_equal(mine.numpy(), theirs.numpy())

@@ -78,6 +78,15 @@ def test_bad_flags_give_clear_errors(tmp_path):
     assert result.returncode != 0
     assert "c.json" in result.stderr
     assert "Traceback" not in result.stderr
+    # Held-out files without training files: the demo holds out its own.
+    result = subprocess.run(
+        [sys.executable, SCRIPT, "--eval_input_file=%s" % (tmp_path / "e.tfrecord"),
+         "--output_dir=%s" % (tmp_path / "o2")], capture_output=True, text=True, timeout=120,
+        env=_env())
+    assert result.returncode != 0
+    assert "--eval_input_file needs --input_file" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not os.path.exists(tmp_path / "o2")
 
 
 def test_own_data_with_held_out_eval_files_and_a_user_recipe(tmp_path):
