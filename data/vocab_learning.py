@@ -25,7 +25,6 @@ the embedding table.
 import collections
 import json
 import logging
-import os
 
 from data import atomic
 from data import corpus as corpus_lib

@@ -16,7 +16,6 @@ prediction, or Chinese whole-word masking over jieba words:
     --masking=whole_word --chinese_word_segmentation
 """
 
-import os
 import sys
 
 from absl import app

@@ -22,7 +22,6 @@ from data import tokenization
 from modeling import checkpoints
 from modeling import bert as config_lib
 from modeling.serving import inference
-from modeling import objectives
 from modeling import recipes
 
 FLAGS = flags.FLAGS

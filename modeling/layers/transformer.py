@@ -11,7 +11,6 @@ says where its own names go.
 """
 
 import keras
-import tensorflow as tf
 
 from modeling.layers.activations import get_activation
 from modeling.layers.activations import truncated_normal_initializer

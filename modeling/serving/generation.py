@@ -32,7 +32,6 @@ produce `run/generate.py`'s JSON lines.
 
 import dataclasses
 import json
-import os
 from typing import List, Optional
 
 import numpy as np
