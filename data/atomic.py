@@ -1,53 +1,279 @@
-"""Writing a whole file so that nothing half-written is ever seen.
+"""Writing files so that nothing half-written is ever seen, and nothing is lost.
 
-The text goes to a temporary file beside the target (same directory, so the
-rename stays on one file system), is flushed to disk, gets the permissions an
-ordinary `open(path, "w")` would give (mkstemp's are private), and is then
-renamed over the target in one step: a reader sees the old file or the new
-one, and a crash or a kill leaves at most the temporary, removed on every
-exit path this process controls. Remote paths (`gs://...`) go through
-`tf.io.gfile` with a temporary name and a rename.
+Every output goes to a temporary file beside its target (same directory, so
+the rename stays on one file system) and is renamed over the target in one
+step when complete: a reader sees the old file or the new one. Temporary
+names say who made them::
+
+    .<name>.tmp-<host>-<pid>-<random>
+
+so that temporaries are
+
+* removed on every exit path this process sees: exceptions, `sys.exit`,
+  SIGTERM (see `data.termination`, which turns it into an exception) and
+  interpreter exit (`atexit`) -- `live_temporaries()` lists what is open;
+* swept at the next start (`sweep_stale_temporaries(directory)`) when a
+  kill -9 or a power cut left them: a temporary whose process (same host)
+  no longer runs is removed.
+
+`check_outputs(outputs, inputs)` refuses, before anything is written, an
+output that is also an input (or named twice), so a mistyped flag cannot
+replace a corpus or a vocabulary.
+
+Remote paths (`gs://...`) go through `tf.io.gfile` with the same names.
 """
 
+import atexit
+import contextlib
 import os
-import tempfile
+import re
+import shutil
+import socket
+import threading
 
-__all__ = ["write_text"]
+__all__ = ["OutputConflictError", "TemporaryOutputs", "atomic_output", "check_outputs",
+           "commit", "discard", "live_temporaries", "sweep_stale_temporaries", "temporary_name", "write_text"]
+
+_LOCK = threading.Lock()
+_LIVE = set()
+# A temporary, or a file whose prefix is one (checkpoint shards: `.index`, ...).
+_TEMP_PATTERN = re.compile(
+    r"^\.(?P<name>.+)\.tmp-(?P<host>[^-]+)-(?P<pid>\d+)-[0-9a-f]{6}(\..*)?$")
+
+
+class OutputConflictError(ValueError):
+    """An output path is also an input, or is named twice."""
 
 
 def _is_remote(path):
     return "://" in path
 
 
-def write_text(path, text):
-    """Writes `text` (UTF-8, "\\n" line ends) to `path` atomically; returns `path`."""
+def _gfile():
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    return tf.io.gfile
+
+
+def _host():
+    # Hyphens would make the name ambiguous; the host is only compared.
+    return re.sub(r"[^A-Za-z0-9_.]", "_", socket.gethostname()) or "host"
+
+
+def temporary_name(path):
+    """A fresh temporary path beside `path` (not created), registered for clean-up."""
     path = os.fspath(path)
-    if _is_remote(path):
-        import tensorflow as tf  # pylint: disable=g-import-not-at-top
-        tmp = "%s.tmp-%d" % (path, os.getpid())
-        try:
-            with tf.io.gfile.GFile(tmp, "w") as writer:
-                writer.write(text)
-            tf.io.gfile.rename(tmp, path, overwrite=True)
-        finally:
-            if tf.io.gfile.exists(tmp):
-                tf.io.gfile.remove(tmp)
-        return path
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), suffix=".tmp",
-                               dir=directory)
+    directory, base = os.path.split(path)
+    # os.urandom, not the `random` module: drawing from the global generator
+    # would shift every later seed drawn from it (Keras draws its dropout
+    # seeds there), so a run's numbers would depend on which files it wrote.
+    name = ".%s.tmp-%s-%d-%s" % (base, _host(), os.getpid(), os.urandom(3).hex())
+    tmp = os.path.join(directory, name) if directory else name
+    with _LOCK:
+        _LIVE.add(tmp)
+    return tmp
+
+
+def live_temporaries():
+    """The temporaries of this process that still exist (or may)."""
+    with _LOCK:
+        return sorted(_LIVE)
+
+
+def _forget(tmp):
+    with _LOCK:
+        _LIVE.discard(tmp)
+
+
+def _exists(path):
+    return _gfile().exists(path) if _is_remote(path) else os.path.lexists(path)
+
+
+def _remove(path):
+    """Removes a file or a directory tree, quietly."""
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as writer:
-            writer.write(text)
-            writer.flush()
-            os.fsync(writer.fileno())
+        if _is_remote(path):
+            gfile = _gfile()
+            if gfile.isdir(path):
+                gfile.rmtree(path)
+            elif gfile.exists(path):
+                gfile.remove(path)
+        elif os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        elif os.path.lexists(path):
+            os.remove(path)
+    except Exception:  # pylint: disable=broad-except
+        pass
+
+
+def discard(tmp):
+    """Removes a temporary (if it exists) and stops tracking it."""
+    _remove(tmp)
+    _forget(tmp)
+
+
+def commit(tmp, path):
+    """Renames the complete temporary `tmp` over `path`."""
+    if _is_remote(path):
+        _gfile().rename(tmp, path, overwrite=True)
+    else:
         umask = os.umask(0)
         os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
+        try:
+            os.chmod(tmp, 0o666 & ~umask)  # mkstemp's files are private
+        except OSError:
+            pass
         os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
-    return path
+    _forget(tmp)
+
+
+@atexit.register
+def _remove_all_live():
+    for tmp in live_temporaries():
+        discard(tmp)
+
+
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_stale_temporaries(directory):
+    """Removes temporaries in `directory` left by dead processes of this host.
+
+    Returns the paths removed. Temporaries of live processes, and of other
+    hosts (which cannot be checked from here), are left alone.
+    """
+    directory = os.fspath(directory) or "."
+    removed = []
+    try:
+        names = (_gfile().listdir(directory) if _is_remote(directory)
+                 else os.listdir(directory))
+    except (OSError, Exception):  # pylint: disable=broad-except
+        return removed
+    host = _host()
+    for name in names:
+        match = _TEMP_PATTERN.match(name.rstrip("/"))
+        if not match or match.group("host") != host:
+            continue
+        pid = int(match.group("pid"))
+        if pid == os.getpid() or _pid_alive(pid):
+            continue
+        path = os.path.join(directory, name.rstrip("/"))
+        _remove(path)
+        removed.append(path)
+    return removed
+
+
+def _same_file(a, b):
+    if _is_remote(a) or _is_remote(b):
+        return a.rstrip("/") == b.rstrip("/")
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_outputs(outputs, inputs=()):
+    """Refuses outputs that are also inputs, or that are named twice.
+
+    Args:
+      outputs: list of (flag, path) pairs, e.g. [("--output_file", "a.tfrecord")].
+      inputs: list of (flag, path) pairs the run reads.
+
+    Raises:
+      OutputConflictError naming both flags, before anything is written.
+    """
+    outputs = [(flag, os.fspath(path)) for flag, path in outputs]
+    inputs = [(flag, os.fspath(path)) for flag, path in inputs]
+    for i, (flag, path) in enumerate(outputs):
+        for other_flag, other in outputs[:i]:
+            if _same_file(path, other) or (
+                    not _is_remote(path) and
+                    os.path.abspath(path) == os.path.abspath(other)):
+                raise OutputConflictError(
+                    "%s names %s twice (also in %s): each output must be a different file"
+                    % (flag, path, other_flag))
+        for input_flag, input_path in inputs:
+            if _is_remote(path) != _is_remote(input_path):
+                continue
+            if _exists(path) and _exists(input_path) and _same_file(path, input_path):
+                raise OutputConflictError(
+                    "%s=%s is also an input (%s): refusing to overwrite it; choose "
+                    "another output path" % (flag, path, input_flag))
+
+
+class TemporaryOutputs(object):
+    """Temporaries for several outputs, renamed into place together.
+
+        outputs = TemporaryOutputs(paths)
+        try:
+            ... write to outputs.temporaries ...
+            outputs.commit()
+        finally:
+            outputs.discard()      # no-op after commit
+
+    Until `commit`, nothing exists under the final names; after an error
+    (or SIGTERM, or exit) the temporaries are removed.
+    """
+
+    def __init__(self, paths):
+        self.paths = [os.fspath(p) for p in paths]
+        for path in self.paths:
+            directory = os.path.dirname(path)
+            if directory:
+                if _is_remote(directory):
+                    _gfile().makedirs(directory)
+                else:
+                    os.makedirs(directory, exist_ok=True)
+        self.temporaries = [temporary_name(p) for p in self.paths]
+        self.committed = False
+
+    def commit(self):
+        for tmp, path in zip(self.temporaries, self.paths):
+            commit(tmp, path)
+        self.committed = True
+
+    def discard(self):
+        if not self.committed:
+            for tmp in self.temporaries:
+                discard(tmp)
+
+
+@contextlib.contextmanager
+def atomic_output(path, mode="w", encoding="utf-8"):
+    """`with atomic_output(path) as f:` writes `f` to `path` only if the block succeeds."""
+    path = os.fspath(path)
+    if _is_remote(path):
+        tmp = temporary_name(path)
+        try:
+            with _gfile().GFile(tmp, mode) as handle:
+                yield handle
+            commit(tmp, path)
+        finally:
+            discard(tmp)
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    tmp = temporary_name(path)
+    try:
+        kwargs = {} if "b" in mode else {"encoding": encoding, "newline": "\n"}
+        with open(tmp, mode.replace("w", "x"), **kwargs) as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        commit(tmp, path)
+    finally:
+        discard(tmp)
+
+
+def write_text(path, text):
+    """Writes `text` (UTF-8, "\\n" line ends) to `path` atomically; returns `path`."""
+    with atomic_output(path) as handle:
+        handle.write(text)
+    return os.fspath(path)
+

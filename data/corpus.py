@@ -8,6 +8,11 @@ document; the "random next" segment is drawn from another document.
 Reading streams: documents are yielded one at a time (and grouped into chunks
 by `iter_document_chunks`), so memory does not grow with the corpus.
 
+A binary file given as corpus (a gzip, a TFRecord, an executable) is refused
+with its file and line (`CorpusError`): a line holding a NUL byte, or mostly
+invalid UTF-8, is not text. An occasional invalid byte in text is dropped and
+counted in `ReadStats`, as Google's reader drops it.
+
 Nothing here imports TensorFlow (files are opened through `open_file`, which
 uses `tf.io.gfile` only for remote paths such as ``gs://``), so worker
 processes can use it cheaply.
@@ -18,10 +23,23 @@ import glob
 import logging
 import os
 
+from data import atomic
+
 # Lines longer than this (in bytes) are skipped: a pre-training "sentence"
 # of this size is almost always a broken file (a minified dump, a missing
 # newline conversion), and tokenizing it would only produce truncated noise.
 DEFAULT_MAX_LINE_BYTES = 1_000_000
+
+# A line is taken for binary data (a gzip, a TFRecord, an executable given as
+# corpus) when it holds a NUL byte, or when at least this many of its bytes,
+# and more than this fraction of them, are not valid UTF-8. Text with an
+# occasional bad byte stays usable: its bad bytes are dropped and counted.
+BINARY_MIN_INVALID_BYTES = 8
+BINARY_INVALID_FRACTION = 0.2
+_EXPECTED_TEXT = "expected UTF-8 text, one sentence per line"
+
+# The `ReadStats` reason of lines skipped for their length (% max_line_bytes).
+OVER_LONG_LINES = "lines over %d bytes skipped"
 
 
 class CorpusError(ValueError):
@@ -122,7 +140,8 @@ def iter_documents(files, stats=None, max_line_bytes=DEFAULT_MAX_LINE_BYTES):
       max_line_bytes: longer lines are skipped and counted.
 
     Raises:
-      CorpusError if a file cannot be opened or read.
+      CorpusError if a file cannot be opened or read, or holds a NUL byte
+      (binary data, not text).
     """
     stats = stats if stats is not None else ReadStats()
     for path in files:
@@ -143,8 +162,12 @@ def iter_documents(files, stats=None, max_line_bytes=DEFAULT_MAX_LINE_BYTES):
                 if not raw:
                     break
                 lineno += 1
+                if b"\0" in raw:
+                    raise CorpusError(
+                        "%s:%d: looks binary (NUL byte at byte %d of the line); %s"
+                        % (path, lineno, raw.index(b"\0") + 1, _EXPECTED_TEXT))
                 if len(raw) > max_line_bytes:
-                    stats.add("lines over %d bytes skipped" % max_line_bytes,
+                    stats.add(OVER_LONG_LINES % max_line_bytes,
                               "%s:%d" % (path, lineno))
                     continue
                 if not raw.strip():
@@ -181,12 +204,26 @@ def decode_line(raw, path, lineno, stats):
 
     Invalid bytes are counted in `stats` with the line's location, so a
     corrupt file shows in the run's summary instead of vanishing silently.
+
+    Raises:
+      CorpusError naming file and line when the line is mostly not UTF-8
+      (`BINARY_MIN_INVALID_BYTES`, `BINARY_INVALID_FRACTION`): binary data
+      or text in another encoding, which repairing would turn into noise.
     """
     try:
         return raw.decode("utf-8")
-    except UnicodeDecodeError:
+    except UnicodeDecodeError as e:
+        text = raw.decode("utf-8", "ignore")
+        invalid = len(raw) - len(text.encode("utf-8"))
+        if (invalid >= BINARY_MIN_INVALID_BYTES
+                and invalid > BINARY_INVALID_FRACTION * len(raw)):
+            raise CorpusError(
+                "%s:%d: looks binary or not UTF-8 (%d of %d bytes invalid, the first "
+                "0x%02x at byte %d of the line); %s"
+                % (path, lineno, invalid, len(raw), raw[e.start], e.start + 1,
+                   _EXPECTED_TEXT)) from None
         stats.add("lines with invalid UTF-8 (bad bytes dropped)", "%s:%d" % (path, lineno))
-        return raw.decode("utf-8", "ignore")
+        return text
 
 
 def split_documents(files, output_dir, eval_every=10):
@@ -211,21 +248,21 @@ def split_documents(files, output_dir, eval_every=10):
             outputs[split].append(target)
         if all(os.path.exists(t) for t in targets.values()):
             continue
+        splits = list(targets)
+        temporaries = atomic.TemporaryOutputs([targets[split] for split in splits])
         handles = {}
         try:
-            for split, target in targets.items():
-                os.makedirs(os.path.dirname(target), exist_ok=True)
-                handles[split] = open(target + ".tmp-%d" % os.getpid(), "wb")
+            for split, temp in zip(splits, temporaries.temporaries):
+                handles[split] = open(temp, "wb")
             for index, document in enumerate(iter_documents([path])):
                 handle = handles["eval" if index % eval_every == 0 else "train"]
                 handle.write(b"".join(raw if raw.endswith(b"\n") else raw + b"\n"
                                       for _, raw in document.lines) + b"\n")
-            for split, handle in handles.items():
+            for handle in handles.values():
                 handle.close()
-                os.replace(handle.name, targets[split])
+            temporaries.commit()
         finally:
             for handle in handles.values():
                 handle.close()
-                if os.path.exists(handle.name):
-                    os.remove(handle.name)
+            temporaries.discard()
     return outputs["train"], outputs["eval"]

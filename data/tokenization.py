@@ -124,7 +124,21 @@ def load_vocab(vocab_file):
     vocab = collections.OrderedDict()
     with open(vocab_file, "rb") as reader:
         for index, raw in enumerate(reader):
-            vocab[convert_to_unicode(raw).strip()] = index
+            # Stricter than Google (which drops invalid bytes): a damaged
+            # vocabulary would silently give other ids to the same text.
+            try:
+                token = raw.decode("utf-8").strip()
+            except UnicodeDecodeError as e:
+                raise VocabError("%s:%d: not valid UTF-8 (byte 0x%02x at column %d); a "
+                                 "vocabulary is UTF-8 text, one token per line"
+                                 % (vocab_file, index + 1, raw[e.start], e.start + 1)) from None
+            for column, char in enumerate(token):
+                if unicodedata.category(char) == "Cc":
+                    raise VocabError("%s:%d: control character U+%04X at column %d; a "
+                                     "vocabulary token holds no control characters (is "
+                                     "the file damaged?)" % (vocab_file, index + 1,
+                                                             ord(char), column + 1))
+            vocab[token] = index
     if not vocab:
         raise VocabError("Vocabulary file %s is empty." % vocab_file)
     return vocab

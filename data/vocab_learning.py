@@ -23,6 +23,7 @@ the embedding table.
 """
 
 import collections
+import itertools
 import json
 import logging
 
@@ -46,7 +47,42 @@ def count_words(files, do_lower_case=True, stats=None):
         for lineno, raw in document.lines:
             text = corpus_lib.decode_line(raw, document.path, lineno, stats)
             counts.update(basic.tokenize(text))
+    if not counts:
+        raise corpus_lib.CorpusError("No words found in %s; expected UTF-8 text, one "
+                                     "sentence per line" % ", ".join(files))
     return counts
+
+
+def _learner_alphabet(other_counts, max_unique_chars, max_token_length):
+    """The characters the WordPiece learner keeps as tokens (and as ## pieces).
+
+    The learner's own rule: words longer than `max_token_length` are left out,
+    the `max_unique_chars` most frequent characters form the alphabet, words
+    with any other character are left out, and every character of the words
+    that remain becomes a token, alone and with ``##``.
+    """
+    words = [(w, n) for w, n in other_counts.items() if len(w) <= max_token_length]
+    char_counts = collections.Counter()
+    for word, count in words:
+        for char in word:
+            char_counts[char] += count
+    ranked = sorted(char_counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    allowed = {char for char, _ in ranked[:max_unique_chars]}
+    alphabet = set()
+    for word, _ in words:
+        if all(char in allowed for char in word):
+            alphabet.update(word)
+    return sorted(alphabet)
+
+
+def _check_vocab_size(vocab_size, num_reserved, num_cjk, num_chars):
+    minimum = num_reserved + num_cjk + num_chars
+    if vocab_size < minimum:
+        raise ValueError(
+            "--vocab_size=%d is too small for this corpus: the vocabulary must hold at "
+            "least %d tokens (%d reserved, %d CJK characters, %d single characters with "
+            "their ## forms); expected --vocab_size >= %d (or a higher --min_cjk_count)"
+            % (vocab_size, minimum, num_reserved, num_cjk, num_chars, minimum))
 
 
 def learn_vocab(word_counts, vocab_size, num_unused=99, min_cjk_count=1,
@@ -66,9 +102,17 @@ def learn_vocab(word_counts, vocab_size, num_unused=99, min_cjk_count=1,
 
     Returns:
       the vocabulary as a list of tokens, index = id.
+
+    Raises:
+      ValueError when `word_counts` is empty, or when `vocab_size` cannot hold
+      the reserved tokens, the CJK characters and every other character of
+      the corpus alone and as a ``##`` piece (the message names the minimum).
     """
     from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner  # pylint: disable=g-import-not-at-top
 
+    if not word_counts:
+        raise ValueError("word_counts is empty: no word to learn a vocabulary from; "
+                         "expected the counts of a corpus with text (see count_words)")
     reserved = reserved_tokens(num_unused)
     cjk_counts = collections.Counter()
     other_counts = {}
@@ -79,12 +123,11 @@ def learn_vocab(word_counts, vocab_size, num_unused=99, min_cjk_count=1,
             other_counts[word] = count
     cjk_tokens = [c for c, n in sorted(cjk_counts.items(), key=lambda kv: (-kv[1], kv[0]))
                   if n >= min_cjk_count]
+    # Every character of the alphabet is needed alone and as a ## piece: a
+    # word with a character missing becomes [UNK] as a whole.
+    alphabet = _learner_alphabet(other_counts, max_unique_chars, max_token_length)
+    _check_vocab_size(vocab_size, len(reserved), len(cjk_tokens), 2 * len(alphabet))
     budget = vocab_size - len(reserved) - len(cjk_tokens)
-    if budget <= 0:
-        raise ValueError(
-            "vocab_size=%d leaves no room for learned pieces: %d reserved tokens "
-            "and %d CJK characters already fill it. Raise vocab_size or "
-            "min_cjk_count." % (vocab_size, len(reserved), len(cjk_tokens)))
     learned = []
     if other_counts:
         learned = learner.learn(
@@ -101,7 +144,15 @@ def learn_vocab(word_counts, vocab_size, num_unused=99, min_cjk_count=1,
             seen.add(token)
             vocab.append(token)
     if len(vocab) > vocab_size:
-        vocab = vocab[:vocab_size]
+        # The learner may overshoot its budget; the pieces of more than one
+        # character it ranked last go, never a character (alone or ##).
+        fixed = len(reserved) + len(cjk_tokens)
+        characters = {t for t in vocab[fixed:]
+                      if len(t) == 1 or (t.startswith("##") and len(t) == 3)}
+        _check_vocab_size(vocab_size, len(reserved), len(cjk_tokens), len(characters))
+        droppable = [i for i in range(fixed, len(vocab)) if vocab[i] not in characters]
+        dropped = set(droppable[len(droppable) - (len(vocab) - vocab_size):])
+        vocab = [t for i, t in enumerate(vocab) if i not in dropped]
     return vocab
 
 
@@ -122,10 +173,15 @@ def byte_bpe_training_lines(files, stats=None):
     same words (a newline ends a line's last word's run, "Ċ").
     """
     stats = stats if stats is not None else corpus_lib.ReadStats()
+    any_text = False
     for document in corpus_lib.iter_documents(files, stats):
         for lineno, raw in document.lines:
             text = corpus_lib.decode_line(raw, document.path, lineno, stats)
+            any_text = True
             yield text.rstrip("\r\n") + "\n"
+    if not any_text:
+        raise corpus_lib.CorpusError("No text found in %s; expected UTF-8 text, one "
+                                     "sentence per line" % ", ".join(files))
 
 
 def learn_byte_bpe(lines, vocab_size, min_frequency=2, special_tokens=("<|endoftext|>",)):
@@ -134,8 +190,8 @@ def learn_byte_bpe(lines, vocab_size, min_frequency=2, special_tokens=("<|endoft
     Args:
       lines: iterable of strings (see `byte_bpe_training_lines`).
       vocab_size: target size, the 256 byte symbols and the special tokens
-        included (a small corpus may run out of pairs seen `min_frequency`
-        times before reaching it).
+        included, so at least 256 + len(special_tokens) (a small corpus may
+        run out of pairs seen `min_frequency` times before reaching it).
       min_frequency: pairs seen fewer times are never merged.
       special_tokens: put at the END of the vocabulary, as in GPT-2 (whose
         `<|endoftext|>` is the last id, 50256), so that ids 0.. are the byte
@@ -146,6 +202,20 @@ def learn_byte_bpe(lines, vocab_size, min_frequency=2, special_tokens=("<|endoft
     """
     from tokenizers import Tokenizer  # pylint: disable=g-import-not-at-top
     from tokenizers import models, pre_tokenizers, trainers  # pylint: disable=g-import-not-at-top
+
+    # The 256 byte symbols and the special tokens are always in the vocabulary.
+    minimum = 256 + len(set(special_tokens))
+    if vocab_size < minimum:
+        raise ValueError(
+            "--vocab_size=%d is too small for byte-level BPE: the vocabulary must hold at "
+            "least %d tokens (256 byte symbols, %d special); expected --vocab_size >= %d"
+            % (vocab_size, minimum, len(set(special_tokens)), minimum))
+    lines = iter(lines)
+    first = next(lines, None)
+    if first is None:
+        raise ValueError("lines is empty: no text to learn byte-level BPE from; expected "
+                         "the lines of a corpus (see byte_bpe_training_lines)")
+    lines = itertools.chain([first], lines)
 
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)

@@ -33,6 +33,10 @@ def define_trainer_flags(optimizer=True):
         flags.DEFINE_integer("gradient_accumulation_steps", 1,
                              "Micro-batches of the training batch size per optimizer update.")
     flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints to keep.")
+    flags.DEFINE_enum("nan_policy", "stop", ["stop", "skip"],
+                      "When the loss or its gradient becomes NaN or infinite: stop (with "
+                      "a clear error; the last checkpoint is the last good state) or skip "
+                      "that update and go on.")
     flags.DEFINE_integer("log_steps", 100,
                          "Steps between progress lines and TensorBoard points.")
 

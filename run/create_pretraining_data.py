@@ -16,17 +16,18 @@ prediction, or Chinese whole-word masking over jieba words:
     --masking=whole_word --chinese_word_segmentation
 """
 
-import sys
+import os
 
-from absl import app
+import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-order
+
 from absl import flags
 from absl import logging
 
+from data import atomic
 from data import corpus
 from data.pretraining import masking
 from data.pretraining import instances as pretraining_data
 from data.pretraining import writer as pretraining_writer
-from data import tokenization
 
 FLAGS = flags.FLAGS
 
@@ -97,20 +98,20 @@ def main(_):
         span_geometric_p=FLAGS.span_geometric_p, max_span_length=FLAGS.max_span_length,
         max_ngram=FLAGS.max_ngram, replace_per_unit=FLAGS.replace_per_unit)
     output_files = [p.strip() for p in FLAGS.output_file.split(",") if p.strip()]
-    try:
-        input_files = corpus.expand_file_patterns(FLAGS.input_file)
-        logging.info("*** Reading from %d input files ***", len(input_files))
-        summary = pretraining_writer.create_pretraining_data(
-            input_files, output_files, options, num_workers=FLAGS.num_workers,
-            documents_per_chunk=FLAGS.documents_per_chunk,
-            max_line_bytes=FLAGS.max_line_bytes, log_first_instances=FLAGS.log_examples)
-    except (corpus.CorpusError, tokenization.VocabError, ValueError) as e:
-        # Bad input: one clear line, no traceback, and no output file written.
-        print("create_pretraining_data: error: %s" % e, file=sys.stderr)
-        sys.exit(1)
+    input_files = corpus.expand_file_patterns(FLAGS.input_file)
+    # An output that is also an input (or the vocabulary) would replace it.
+    atomic.check_outputs([("--output_file", path) for path in output_files],
+                         [("--input_file", path) for path in input_files] +
+                         [("--vocab_file", FLAGS.vocab_file)])
+    for directory in sorted({os.path.dirname(os.path.abspath(p)) for p in output_files}):
+        atomic.sweep_stale_temporaries(directory)
+    logging.info("*** Reading from %d input files ***", len(input_files))
+    summary = pretraining_writer.create_pretraining_data(
+        input_files, output_files, options, num_workers=FLAGS.num_workers,
+        documents_per_chunk=FLAGS.documents_per_chunk,
+        max_line_bytes=FLAGS.max_line_bytes, log_first_instances=FLAGS.log_examples)
     print(summary.describe())
 
 
 if __name__ == "__main__":
-    flags.mark_flags_as_required(["input_file", "output_file", "vocab_file"])
-    app.run(main)
+    script.run(main, required_flags=["input_file", "output_file", "vocab_file"])

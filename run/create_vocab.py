@@ -8,12 +8,12 @@
         --vocab_file=/tmp/vocab.json --merges_file=/tmp/merges.txt --vocab_size=3000
 """
 
-import sys
+import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-order
 
-from absl import app
 from absl import flags
 from absl import logging
 
+from data import atomic
 from data import corpus
 from data import vocab_learning
 
@@ -37,10 +37,9 @@ flags.DEFINE_integer("min_frequency", 2,
                      "byte_bpe: pairs seen fewer times are never merged.")
 
 
-def byte_bpe_main():
+def byte_bpe_main(files):
     if not FLAGS.merges_file:
         raise ValueError("--merges_file is required with --vocab_type=byte_bpe")
-    files = corpus.expand_file_patterns(FLAGS.input_file)
     stats = corpus.ReadStats()
     vocab, merges = vocab_learning.learn_byte_bpe(
         vocab_learning.byte_bpe_training_lines(files, stats), FLAGS.vocab_size,
@@ -53,14 +52,15 @@ def byte_bpe_main():
 
 
 def main(_):
-    if FLAGS.vocab_type == "byte_bpe":
-        try:
-            byte_bpe_main()
-        except (ValueError, corpus.CorpusError) as e:
-            print("create_vocab: error: %s" % e, file=sys.stderr)
-            sys.exit(1)
-        return
     files = corpus.expand_file_patterns(FLAGS.input_file)
+    outputs = [("--vocab_file", FLAGS.vocab_file)]
+    if FLAGS.vocab_type == "byte_bpe" and FLAGS.merges_file:
+        outputs.append(("--merges_file", FLAGS.merges_file))
+    # A vocabulary written over the corpus would destroy it.
+    atomic.check_outputs(outputs, [("--input_file", path) for path in files])
+    if FLAGS.vocab_type == "byte_bpe":
+        byte_bpe_main(files)
+        return
     stats = corpus.ReadStats()
     counts = vocab_learning.count_words(files, FLAGS.do_lower_case, stats)
     if not counts:
@@ -77,5 +77,4 @@ def main(_):
 
 
 if __name__ == "__main__":
-    flags.mark_flags_as_required(["input_file", "vocab_file"])
-    app.run(main)
+    script.run(main, required_flags=["input_file", "vocab_file"])

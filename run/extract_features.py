@@ -11,12 +11,12 @@ sentence vectors.
 """
 
 import json
-import os
-import sys
 
-from absl import app
+import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-order
+
 from absl import flags
 
+from data import atomic
 from data import tokenization
 from modeling import checkpoints
 from modeling import bert as config_lib
@@ -37,7 +37,14 @@ flags.DEFINE_integer("batch_size", 32, "Batch size for predictions.")
 
 def main(_):
     tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
-    layers = [int(x) for x in FLAGS.layers.split(",")]
+    atomic.check_outputs([("--output_file", FLAGS.output_file)],
+                         [("--input_file", FLAGS.input_file), ("--vocab_file", FLAGS.vocab_file),
+                          ("--bert_config_file", FLAGS.bert_config_file)])
+    try:
+        layers = [int(x) for x in FLAGS.layers.split(",")]
+    except ValueError:
+        raise ValueError("--layers=%s: expected comma-separated integers such as -1,-2"
+                         % FLAGS.layers) from None
     bert_config = config_lib.load_bert_config(FLAGS.bert_config_file)
     for index in layers:
         if not -bert_config.num_hidden_layers <= index < bert_config.num_hidden_layers:
@@ -47,28 +54,18 @@ def main(_):
         raise ValueError("--max_seq_length=%d exceeds max_position_embeddings=%d"
                          % (FLAGS.max_seq_length, bert_config.max_position_embeddings))
     tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
+    inference.check_vocab_fits(len(tokenizer.vocab), bert_config.vocab_size,
+                               FLAGS.vocab_file, FLAGS.bert_config_file)
+    texts = inference.read_input_lines(FLAGS.input_file)
     encoder = BertEncoder.from_config_object(bert_config)
     checkpoints.init_from_checkpoint(encoder, FLAGS.init_checkpoint)
-    with open(FLAGS.input_file, encoding="utf-8") as f:
-        texts = [line.rstrip("\n") for line in f]
-    tmp = FLAGS.output_file + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as out:
+    with atomic.atomic_output(FLAGS.output_file) as out:
         for record in inference.extract_features(encoder, tokenizer, texts, layers,
                                                  FLAGS.max_seq_length, FLAGS.batch_size):
             out.write(json.dumps(record, ensure_ascii=False) + "\n")
-    os.replace(tmp, FLAGS.output_file)
     print("Wrote features of %d inputs to %s" % (len(texts), FLAGS.output_file))
 
 
-def _run(argv):
-    try:
-        main(argv)
-    except (ValueError, FileNotFoundError) as e:
-        print("extract_features: error: %s" % e, file=sys.stderr)
-        sys.exit(1)
-
-
 if __name__ == "__main__":
-    flags.mark_flags_as_required(["input_file", "output_file", "vocab_file",
-                                  "bert_config_file", "init_checkpoint"])
-    app.run(_run)
+    script.run(main, required_flags=["input_file", "output_file", "vocab_file",
+                                     "bert_config_file", "init_checkpoint"])

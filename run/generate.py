@@ -17,11 +17,11 @@ file renamed to --output_file when complete. A bad flag is one line naming
 it. The work is `modeling.serving.generation`.
 """
 
-import sys
+import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-order
 
-from absl import app
 from absl import flags
 
+from data import atomic
 from modeling.serving import generation
 
 FLAGS = flags.FLAGS
@@ -69,6 +69,11 @@ def main(_):
         max_new_tokens=FLAGS.max_new_tokens, decoding=FLAGS.decoding,
         temperature=FLAGS.temperature, top_k=FLAGS.top_k, top_p=FLAGS.top_p,
         seed=FLAGS.seed).validate()
+    atomic.check_outputs([("--output_file", FLAGS.output_file)],
+                         [("--input_file", FLAGS.input_file or ""),
+                          ("--vocab_file", FLAGS.vocab_file),
+                          ("--merges_file", FLAGS.merges_file),
+                          ("--config_file", FLAGS.config_file)])
     prompts = _read_prompts()
     generator = generation.load_generator(FLAGS.config_file, FLAGS.init_checkpoint,
                                           FLAGS.vocab_file, FLAGS.merges_file)
@@ -77,27 +82,12 @@ def main(_):
     print("Wrote %d generations to %s" % (len(records), FLAGS.output_file))
 
 
-def _error(message):
-    print("generate: error: %s" % message, file=sys.stderr)
-    sys.exit(2)
-
-
-def _run(argv):
+def _main(argv):
     try:
         main(argv)
-    except FlagError as e:
-        _error(e)
     except generation.GenerationError as e:
-        _error("--%s: %s" % (e.option, e))
-
-
-def _parse_flags(argv):
-    # absl's own parse errors are two lines and a usage hint; one line here.
-    try:
-        return FLAGS(argv)
-    except flags.Error as e:
-        _error(e)
+        raise FlagError("--%s: %s" % (e.option, e)) from None
 
 
 if __name__ == "__main__":
-    app.run(_run, flags_parser=_parse_flags)
+    script.run(_main)

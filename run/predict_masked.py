@@ -12,12 +12,12 @@ BERT safetensors. Prints a table; --output_file writes JSON lines.
 """
 
 import json
-import os
-import sys
 
-from absl import app
+import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-order
+
 from absl import flags
 
+from data import atomic
 from data import tokenization
 from modeling import checkpoints
 from modeling import bert as config_lib
@@ -32,7 +32,7 @@ flags.DEFINE_bool("do_lower_case", True, "Lower-case the input (uncased models).
 flags.DEFINE_multi_string("text", [], "A text with one or more [MASK] (repeatable).")
 flags.DEFINE_string("input_file", None, "One text per line.")
 flags.DEFINE_string("output_file", None, "Write JSON lines here.")
-flags.DEFINE_integer("top_k", 5, "Predictions per [MASK].")
+flags.DEFINE_integer("top_k", 5, "Predictions per [MASK].", lower_bound=1)
 flags.DEFINE_integer("max_seq_length", 128, "Longer inputs are truncated.")
 
 
@@ -40,14 +40,15 @@ def main(_):
     tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
     bert_config = config_lib.load_bert_config(FLAGS.bert_config_file)
     tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
-    if len(tokenizer.vocab) != bert_config.vocab_size:
-        raise ValueError("%s has %d tokens but %s says vocab_size=%d" % (
-            FLAGS.vocab_file, len(tokenizer.vocab), FLAGS.bert_config_file,
-            bert_config.vocab_size))
+    inference.check_vocab_fits(len(tokenizer.vocab), bert_config.vocab_size,
+                               FLAGS.vocab_file, FLAGS.bert_config_file)
+    if FLAGS.output_file:
+        atomic.check_outputs([("--output_file", FLAGS.output_file)],
+                             [("--input_file", FLAGS.input_file or ""),
+                              ("--vocab_file", FLAGS.vocab_file)])
     texts = list(FLAGS.text)
     if FLAGS.input_file:
-        with open(FLAGS.input_file, encoding="utf-8") as f:
-            texts.extend(line.rstrip("\n") for line in f if line.strip())
+        texts.extend(inference.read_input_lines(FLAGS.input_file, skip_blank=True))
     if not texts:
         raise ValueError("Give --text or --input_file.")
     model = recipes.build_bert_pretrainer(bert_config)
@@ -62,22 +63,11 @@ def main(_):
                               for p in mask["predictions"])
             print("  [MASK] at %3d: %s" % (mask["position"], cells))
     if FLAGS.output_file:
-        tmp = FLAGS.output_file + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
+        with atomic.atomic_output(FLAGS.output_file) as f:
             for result in results:
                 record = {"text": result["text"], "masks": result["masks"]}
                 f.write(json.dumps(record, ensure_ascii=False) + "\n")
-        os.replace(tmp, FLAGS.output_file)
-
-
-def _run(argv):
-    try:
-        main(argv)
-    except (ValueError, FileNotFoundError) as e:
-        print("predict_masked: error: %s" % e, file=sys.stderr)
-        sys.exit(1)
 
 
 if __name__ == "__main__":
-    flags.mark_flags_as_required(["bert_config_file", "vocab_file", "init_checkpoint"])
-    app.run(_run)
+    script.run(main, required_flags=["bert_config_file", "vocab_file", "init_checkpoint"])

@@ -36,9 +36,8 @@ This script only parses flags: the run is `modeling.tasks.classifier_job.run`,
 which a notebook can call with a `ClassifierJob` of the same fields.
 """
 
-import sys
+import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-order
 
-from absl import app
 from absl import flags
 
 import common_flags
@@ -132,16 +131,5 @@ def main(_):
     classifier_job.run(common_flags.job_from_flags(classifier_job.ClassifierJob))
 
 
-def _run(argv):
-    try:
-        main(argv)
-    except (ValueError, FileNotFoundError) as e:
-        # Bad flags, data, labels, vocabulary, config or checkpoint: every
-        # such error of the library is a ValueError subclass with a message
-        # naming the file (and line) at fault.
-        print("run_classifier: error: %s" % e, file=sys.stderr)
-        sys.exit(1)
-
-
 if __name__ == "__main__":
-    app.run(_run)
+    script.run(main)

@@ -24,9 +24,8 @@ On your own data (Google's usage):
       --distribution_strategy=mirrored
 """
 
-import sys
+import script  # first: quiet TensorFlow start  # pylint: disable=unused-import,g-bad-import-order
 
-from absl import app
 from absl import flags
 
 import common_flags
@@ -93,15 +92,5 @@ def main(_):
     pretraining.run(job)
 
 
-def _run(argv):
-    try:
-        main(argv)
-    except (ValueError, FileNotFoundError, registry.RegistryError) as e:
-        # Bad input of any part (corpus, vocabulary, config of any family,
-        # recipe, checkpoint: all ValueErrors) is one line, not a traceback.
-        print("run_pretraining: error: %s" % e, file=sys.stderr)
-        sys.exit(1)
-
-
 if __name__ == "__main__":
-    app.run(_run)
+    script.run(main)

@@ -465,3 +465,63 @@ def test_trainer_checkpoint_loads_into_albert(tmp_path):
     assert len(report.loaded) == len(target.weights)
     for a, b in zip(trainer.model.weights, target.weights):
         np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)
+
+
+# ------------------------------------------------------- schema of the files
+
+ALBERT_BASE_V2 = {  # albert_base v2's albert_config.json
+    "attention_probs_dropout_prob": 0, "hidden_act": "gelu", "hidden_dropout_prob": 0,
+    "embedding_size": 128, "hidden_size": 768, "initializer_range": 0.02,
+    "intermediate_size": 3072, "max_position_embeddings": 512, "num_attention_heads": 12,
+    "num_hidden_layers": 12, "num_hidden_groups": 1, "net_structure_type": 0,
+    "gap_size": 0, "num_memory_blocks": 0, "inner_group_num": 1, "down_scale_factor": 1,
+    "type_vocab_size": 2, "vocab_size": 30000,
+}
+
+
+def _albert_load_error(tmp_path, values):
+    path = tmp_path / "albert_config.json"
+    path.write_text(json.dumps(values))
+    with pytest.raises(ValueError) as info:
+        load_albert_config(str(path))
+    message = str(info.value)
+    assert str(path) in message and "\n" not in message
+    return message
+
+
+@pytest.mark.parametrize("field", ["vocab_size", "embedding_size", "hidden_size",
+                                   "num_hidden_layers", "num_attention_heads",
+                                   "intermediate_size"])
+def test_config_file_without_a_structural_field_is_refused(tmp_path, field):
+    values = {k: v for k, v in ALBERT_BASE_V2.items() if k != field}
+    message = _albert_load_error(tmp_path, values)
+    assert "Invalid ALBERT config file" in message
+    assert "missing required ALBERT field `%s`" % field in message
+
+
+def test_config_file_unknown_keys_activation_and_model_type_are_refused(tmp_path):
+    message = _albert_load_error(tmp_path, dict(ALBERT_BASE_V2, embeding_size=64))
+    assert "unknown ALBERT config key `embeding_size` (did you mean `embedding_size`?)" \
+        in message
+    message = _albert_load_error(tmp_path, dict(ALBERT_BASE_V2, hidden_act="nonsense"))
+    assert "`hidden_act` 'nonsense' is not a known activation; known: gelu" in message
+    message = _albert_load_error(tmp_path, dict(ALBERT_BASE_V2, model_type="bert"))
+    assert "`model_type` is 'bert', not 'albert'" in message
+
+
+def test_hf_albert_config_json_loads_and_round_trips(tmp_path):
+    import transformers  # pylint: disable=g-import-not-at-top
+    transformers.AlbertConfig(vocab_size=V, embedding_size=E, hidden_size=H,
+                              num_hidden_layers=L, num_attention_heads=HEADS,
+                              intermediate_size=I, max_position_embeddings=P
+                              ).save_pretrained(str(tmp_path))
+    config = load_albert_config(str(tmp_path))
+    assert (config.embedding_size, config.hidden_act) == (E, "gelu_new")
+    assert config.extra["model_type"] == "albert"
+    out = tmp_path / "out" / "albert_config.json"
+    config.to_json_file(str(out))
+    assert load_albert_config(str(out)) == config
+    # A typo in such a file is found too.
+    hf = json.loads((tmp_path / "config.json").read_text())
+    message = _albert_load_error(tmp_path, dict(hf, num_hidden_group=2))
+    assert "`num_hidden_group` (did you mean `num_hidden_groups`?)" in message

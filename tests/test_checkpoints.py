@@ -512,6 +512,87 @@ def test_safetensors_reader_decodes_f32_f16_bf16_and_ints(tmp_path):
     assert set(checkpoints.read_safetensors(str(tmp_path))) == {"x", "ids"}
 
 
+def _raw_safetensors(path, header, data=b"\0" * 8, header_length=None):
+    """A file in the safetensors layout with any header (bytes or JSON-able)."""
+    text = header if isinstance(header, bytes) else json.dumps(header).encode("utf-8")
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text) if header_length is None else header_length))
+        f.write(text)
+        f.write(data)
+    return str(path)
+
+
+_X = {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}
+
+
+@pytest.mark.parametrize("header, data, header_length, expected", [
+    ({"x": {"shape": [2], "data_offsets": [0, 8]}}, None, None, "tensor 'x': no 'dtype'"),
+    ({"x": [0, 8]}, None, None,
+     "tensor 'x': expected an object with dtype, shape and data_offsets, got a JSON list"),
+    (b'{"x":' * 200000 + b"1" + b"}" * 200000, None, None, "nested too deeply"),
+    (b"[" * 200000 + b"]" * 200000, None, None, "nested too deeply"),
+    (b"PK\x03\x04 not json", None, None, "the header is not JSON"),
+    (b"\xff\xfe{}", None, None, "the header is not UTF-8 text"),
+    ([_X], None, None, "the header is a JSON list, expected an object"),
+    ({"x": dict(_X, data_offsets=[0, 800])}, None, None,
+     "tensor 'x': data_offsets [0, 800] lie outside the 8 bytes of data"),
+    ({"x": dict(_X, data_offsets=[8, 0])}, None, None, "lie outside"),
+    ({"x": dict(_X, shape=[3])}, None, None,
+     "tensor 'x': F32 of shape [3] takes 12 bytes, but data_offsets [0, 8] hold 8"),
+    ({"x": dict(_X, shape=[-2])}, None, None, "shape [-2] is not a list of non-negative"),
+    ({"x": dict(_X, dtype="F99")}, None, None, "dtype 'F99' is not a safetensors dtype"),
+    ({"x": dict(_X, data_offsets=[0, "8"])}, None, None, "is not [begin, end]"),
+    ({"x": _X, "y": dict(_X, shape=[1], data_offsets=[4, 8])}, None, None,
+     "tensor 'y': data_offsets [4, 8] overlaps the tensor before it"),
+    ({"x": _X}, b"\0" * 12, None, "the tensors cover 8 of the 12 bytes of data"),
+    ({"__metadata__": {"format": 1}, "x": _X}, None, None,
+     "'__metadata__' must be an object of strings"),
+    ({"x": _X}, None, 10 ** 6, "header length 1000000 exceeds the"),
+])
+def test_malformed_safetensors_headers_are_one_line_naming_file_and_field(
+        tmp_path, header, data, header_length, expected):
+    path = _raw_safetensors(tmp_path / "bad.safetensors", header,
+                            b"\0" * 8 if data is None else data, header_length)
+    for read in (checkpoints.read_safetensors, safetensors_format.check_safetensors_header):
+        with pytest.raises(CheckpointFormatError) as info:
+            read(path)
+        message = str(info.value)
+        assert message.startswith(path + ": ") and expected in message, message
+        assert "\n" not in message
+
+
+def test_safetensors_file_shorter_than_the_header_length(tmp_path):
+    path = tmp_path / "short.safetensors"
+    path.write_bytes(b"abc")
+    with pytest.raises(CheckpointFormatError,
+                       match="short.safetensors: not a safetensors file: 3 bytes, fewer "
+                             "than the 8-byte header length"):
+        checkpoints.read_safetensors(str(path))
+    # A well-formed header is returned as read.
+    good = _raw_safetensors(tmp_path / "good.safetensors",
+                            {"__metadata__": {"format": "pt"}, "x": _X,
+                             "e": {"dtype": "F32", "shape": [0], "data_offsets": [8, 8]}})
+    assert safetensors_format.check_safetensors_header(good) == {
+        "x": ("F32", (2,), (0, 8)), "e": ("F32", (0,), (8, 8))}
+
+
+def test_malformed_safetensors_shard_index_is_one_line(tmp_path):
+    index = tmp_path / "model.safetensors.index.json"
+    _raw_safetensors(tmp_path / "model-1.safetensors", {"x": _X})
+    for text, expected in (
+            ('{"weight_map":' * 200000 + "1" + "}" * 200000, "nested too deeply"),
+            ('{"weight_map": ["x"]}', "'weight_map' must be an object"),
+            ('{"weight_map": {"x": 3}}', "'weight_map' entry 'x' -> 3"),
+            ('{"weight_map": {"x": "../model-1.safetensors"}}', "a shard beside the index"),
+            ('{"weight_map": {"x": "missing.safetensors"}}', "missing.safetensors cannot be read")):
+        index.write_text(text)
+        with pytest.raises(CheckpointFormatError) as info:
+            checkpoints.read_safetensors(str(index))
+        assert expected in str(info.value) and "\n" not in str(info.value)
+    index.write_text('{"weight_map": {"x": "model-1.safetensors"}}')
+    assert list(checkpoints.read_safetensors(str(index))) == ["x"]
+
+
 def test_hf_bf16_pretrainer_with_prefix_and_old_names_loads_exactly(tmp_path):
     source = _pretrainer(seed=21)
     _randomise(source, seed=22)

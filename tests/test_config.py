@@ -213,3 +213,108 @@ def test_preset_overrides_and_unknown_name():
     assert config.hidden_dropout_prob == 0.0 and config.vocab_size == 99
     with pytest.raises(KeyError, match="bert_huge"):
         BertConfig.from_preset("bert_huge")
+
+
+# ------------------------------------------------------- schema of the files
+
+TINY = {"vocab_size": 99, "hidden_size": 48, "num_hidden_layers": 2,
+        "num_attention_heads": 2, "intermediate_size": 64}
+
+
+def _load_error(tmp_path, values, loader=None):
+    path = tmp_path / "bert_config.json"
+    path.write_text(json.dumps(values))
+    loader = loader or BertConfig.from_json_file
+    with pytest.raises(BertConfigError) as info:
+        loader(str(path))
+    message = str(info.value)
+    assert str(path) in message and "\n" not in message
+    return message
+
+
+@pytest.mark.parametrize("loader", [BertConfig.from_json_file, config_lib.load_bert_config])
+@pytest.mark.parametrize("field", sorted(TINY))
+def test_a_file_without_a_structural_field_is_refused(tmp_path, loader, field):
+    values = {k: v for k, v in TINY.items() if k != field}
+    message = _load_error(tmp_path, values, loader)
+    assert "missing required BERT field `%s`" % field in message
+    # The same dict from Python keeps the defaults (presets, tests, replace()).
+    if field != "vocab_size":
+        assert BertConfig.from_dict(values).to_dict()[field] == BertConfig(1).to_dict()[field]
+
+
+def test_a_missing_field_is_named_rather_than_a_check_against_its_default(tmp_path):
+    # 100 is no multiple of the default 12 heads; the file simply lacks the heads.
+    message = _load_error(tmp_path, {"vocab_size": 10, "hidden_size": 100})
+    assert "missing required BERT fields `num_hidden_layers`, `num_attention_heads`, " \
+           "`intermediate_size`" in message
+
+
+@pytest.mark.parametrize("loader", [BertConfig.from_json_file, config_lib.load_bert_config])
+def test_a_misspelt_key_is_refused_with_the_closest_known_key(tmp_path, loader):
+    values = dict(TINY, hiddensize=48, hidden_dropout=0.2)
+    message = _load_error(tmp_path, values, loader)
+    assert "unknown BERT config keys `hiddensize` (did you mean `hidden_size`?), " \
+           "`hidden_dropout` (did you mean `hidden_dropout_prob`?)" in message
+    # Another family's config is no BERT config either.
+    message = _load_error(tmp_path, dict(TINY, embedding_size=16), loader)
+    assert "unknown BERT config key `embedding_size`" in message
+
+
+def test_real_google_and_hf_files_load_and_written_configs_load_back(tmp_path):
+    import transformers  # pylint: disable=g-import-not-at-top
+    # Google's Chinese release (directionality, pooler_*) and what transformers
+    # writes today (classifier_dropout, use_cache, ...) and wrote before.
+    hf_dir = tmp_path / "hf"
+    transformers.BertConfig(vocab_size=99, hidden_size=32, num_hidden_layers=2,
+                            num_attention_heads=2, intermediate_size=64,
+                            id2label={0: "a", 1: "b"}).save_pretrained(str(hf_dir))
+    hf = json.loads((hf_dir / "config.json").read_text())
+    old_hf = dict(hf, _name_or_path="bert-base-uncased", architectures=["BertForMaskedLM"],
+                  gradient_checkpointing=False, torch_dtype="float32", output_past=True,
+                  bos_token_id=0, eos_token_id=2, transformers_version="4.8.2")
+    for values in (CHINESE_CONFIG, hf, old_hf):
+        path = tmp_path / "config.json"
+        path.write_text(json.dumps(values))
+        config = config_lib.load_bert_config(str(path))
+        out = tmp_path / "out" / "bert_config.json"
+        config.to_json_file(str(out))  # HF's layer_norm_eps comes back as layer_norm_epsilon
+        assert BertConfig.from_json_file(str(out)) == config
+        assert config_lib.load_bert_config(str(out)) == config
+    # A misspelling in such a file is still found.
+    message = _load_error(tmp_path, dict(hf, layer_norm_epsilonn=1e-12),
+                          config_lib.load_bert_config)
+    assert "`layer_norm_epsilonn` (did you mean `layer_norm_epsilon`?)" in message
+
+
+@pytest.mark.parametrize("loader", [BertConfig.from_json_file, config_lib.load_bert_config])
+def test_an_unknown_activation_is_refused_at_load_time_listing_the_known_ones(tmp_path,
+                                                                              loader):
+    message = _load_error(tmp_path, dict(TINY, hidden_act="nonsense"), loader)
+    assert "`hidden_act` 'nonsense' is not a known activation; known: gelu, gelu_new" \
+        in message
+    with pytest.raises(BertConfigError, match="`hidden_act` 'quick_gelu' is not a known"):
+        BertConfig(vocab_size=10, hidden_act="quick_gelu")
+    assert BertConfig(vocab_size=10, hidden_act="GELU_new").hidden_act == "GELU_new"
+
+
+def test_a_registered_activation_is_known_to_configs():
+    from modeling.layers import activations  # pylint: disable=g-import-not-at-top
+    with pytest.raises(BertConfigError, match="hard_tanh_for_test"):
+        BertConfig(vocab_size=10, hidden_act="hard_tanh_for_test")
+    activations.register_activation("hard_tanh_for_test", lambda x: x)
+    try:
+        assert BertConfig(vocab_size=10, hidden_act="hard_tanh_for_test").hidden_act \
+            == "hard_tanh_for_test"
+    finally:
+        del activations._ACTIVATIONS["hard_tanh_for_test"]  # pylint: disable=protected-access
+
+
+@pytest.mark.parametrize("loader", [BertConfig.from_json_file, config_lib.load_bert_config])
+def test_deeply_nested_or_non_object_json_is_one_line(tmp_path, loader):
+    path = tmp_path / "bert_config.json"
+    path.write_text("[" * 200000 + "]" * 200000)
+    with pytest.raises(BertConfigError, match="not valid JSON: nested too deeply"):
+        loader(str(path))
+    message = _load_error(tmp_path, [TINY], loader)
+    assert "expected a JSON object of BERT config fields, got a JSON list" in message

@@ -493,3 +493,40 @@ def test_pipeline_windows_match_python_packing(tmp_path, sample_corpus_files):
     train = causal_packing.causal_lm_dataset(files, VOCAB, MERGES, 32, batch_size=8, seed=1)
     batch = next(iter(train))
     assert batch["input_ids"].shape == (8, 32) and batch["input_ids"].dtype == tf.int32
+
+
+# ------------------------------------------------------- schema of the files
+
+
+def _gpt2_load_error(tmp_path, values):
+    path = tmp_path / "bad" / "config.json"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(values if isinstance(values, str) else json.dumps(values))
+    with pytest.raises(GPT2ConfigError) as info:
+        load_gpt2_config(path)
+    message = str(info.value)
+    assert str(path) in message and "\n" not in message
+    return message
+
+
+@pytest.mark.parametrize("field", ["vocab_size", "n_positions", "n_embd", "n_layer", "n_head"])
+def test_config_file_without_a_structural_field_is_refused(tmp_path, hf_dir, field):
+    with open(os.path.join(hf_dir[0], "config.json")) as f:
+        hf = json.load(f)
+    hf.pop(field)
+    assert "missing required GPT-2 field `%s`" % field in _gpt2_load_error(tmp_path, hf)
+
+
+def test_config_file_unknown_keys_are_refused_and_openai_hparams_load(tmp_path, hf_dir):
+    with open(os.path.join(hf_dir[0], "config.json")) as f:
+        hf = json.load(f)
+    message = _gpt2_load_error(tmp_path, dict(hf, n_layers=6))
+    assert "unknown GPT-2 config key `n_layers` (did you mean `n_layer`?)" in message
+    message = _gpt2_load_error(tmp_path, "[" * 200000 + "]" * 200000)
+    assert "not valid JSON: nested too deeply" in message
+    # OpenAI's hparams.json names: n_vocab and n_ctx stand for vocab_size and n_positions.
+    path = tmp_path / "hparams.json"
+    path.write_text(json.dumps({"n_vocab": V, "n_ctx": POS, "n_embd": E, "n_head": HEADS,
+                                "n_layer": L}))
+    config = load_gpt2_config(path)
+    assert (config.vocab_size, config.n_positions, config.n_layer) == (V, POS, L)

@@ -64,6 +64,60 @@ def test_fill_mask_matches_the_mlm_head(tiny):
     assert pair["tokens"].count("[SEP]") == 2
 
 
+def test_fill_mask_refuses_a_mask_cut_off_by_max_seq_length(tiny):
+    _, tokenizer, model = tiny
+    text = u"The baker opens the shop at six and [MASK] bread."
+    tokens = inference.tokenize_with_masks(tokenizer, text)
+    mask_piece = 1 + tokens.index("[MASK]")  # [CLS] is word piece 0
+    ok = inference.fill_mask(model, tokenizer, [text], top_k=2, max_seq_length=mask_piece + 2)
+    assert [m["position"] for m in ok[0]["masks"]] == [mask_piece]
+    with pytest.raises(ValueError) as raised:
+        inference.fill_mask(model, tokenizer, [u"a [MASK] here", text], top_k=2,
+                            max_seq_length=mask_piece + 1)
+    message = str(raised.value)
+    assert "\n" not in message
+    assert message.startswith("text 2 (%r): the [MASK] at word piece %d is beyond "
+                              "--max_seq_length=%d" % (text, mask_piece, mask_piece + 1))
+    # In a pair, the longer segment loses its end: here the [MASK] of B.
+    pair = u"The baker opens. ||| The baker opens the shop at six and [MASK] bread."
+    with pytest.raises(ValueError, match=r"the \[MASK\] at word piece %d is beyond "
+                                         r"--max_seq_length=12"
+                       % (len(tokenizer.tokenize(u"The baker opens.")) + 2 + mask_piece - 1)):
+        inference.fill_mask(model, tokenizer, [pair], max_seq_length=12)
+
+
+def test_fill_mask_top_k_must_be_positive(tiny):
+    _, tokenizer, model = tiny
+    for top_k in (0, -1):
+        with pytest.raises(ValueError, match=r"^--top_k=%d: expected at least 1" % top_k):
+            inference.fill_mask(model, tokenizer, [u"a [MASK]"], top_k=top_k)
+
+
+def test_check_vocab_fits_is_predict_masked_rule():
+    inference.check_vocab_fits(4000, 4000, "vocab.txt", "bert_config.json")
+    for tokens in (3999, 4001, 21128):
+        with pytest.raises(tokenization.VocabError) as raised:
+            inference.check_vocab_fits(tokens, 4000, "vocab.txt", "bert_config.json")
+        assert str(raised.value).startswith(
+            "--vocab_file=vocab.txt has %d tokens but --bert_config_file=bert_config.json "
+            "says vocab_size=4000" % tokens)
+    with pytest.raises(tokenization.VocabError, match="but the model config says vocab_size=8"):
+        inference.check_vocab_fits(7, 8, "v.txt")
+
+
+def test_read_input_lines(tmp_path):
+    path = tmp_path / "input.txt"
+    path.write_bytes(u"\ufeffFirst line\r\n\nSecond ||| pair\nlast".encode("utf-8"))
+    assert inference.read_input_lines(str(path)) == ["First line", "", "Second ||| pair", "last"]
+    assert inference.read_input_lines(str(path), skip_blank=True) == [
+        "First line", "Second ||| pair", "last"]
+    path.write_bytes(b"good\nalso good\ncaf\xe9 au lait\n")
+    with pytest.raises(ValueError) as raised:
+        inference.read_input_lines(str(path))
+    assert str(raised.value).startswith(
+        "%s:3: not valid UTF-8 (byte 0xe9 at column 4)" % path)
+
+
 def test_extract_features_layers_and_pooling(tiny):
     config, tokenizer, model = tiny
     encoder = model.encoder

@@ -114,6 +114,84 @@ def test_truncate_seq_pair():
             assert len(a) + len(b) == 50
 
 
+def _truncate_seq_pair_one_by_one(tokens_a, tokens_b, max_num_tokens, rng,
+                                  side_a=None, side_b=None):
+    """The former (quadratic) truncation, kept here as the reference."""
+    while len(tokens_a) + len(tokens_b) > max_num_tokens:
+        if len(tokens_a) > len(tokens_b):
+            trunc_tokens, trunc_side = tokens_a, side_a
+        else:
+            trunc_tokens, trunc_side = tokens_b, side_b
+        index = 0 if rng.random() < 0.5 else len(trunc_tokens) - 1
+        del trunc_tokens[index]
+        if trunc_side is not None:
+            del trunc_side[index]
+
+
+class _CountingRandom(random.Random):
+    def __init__(self, seed):
+        super().__init__(seed)
+        self.calls = 0
+
+    def random(self):
+        self.calls += 1
+        return super().random()
+
+
+class _CountingList(list):
+    """A list counting the item deletions made on it."""
+
+    def __init__(self, values):
+        super().__init__(values)
+        self.deletions = 0
+
+    def __delitem__(self, index):
+        self.deletions += 1
+        super().__delitem__(index)
+
+
+def test_truncate_seq_pair_matches_one_by_one_truncation():
+    cases = random.Random(17)
+    for case in range(600):
+        len_a = cases.randint(0, 60)
+        len_b = cases.randint(0, 60)
+        if case % 7 == 0:
+            len_a = cases.randint(100, 300)  # far over budget
+        budget = cases.randint(0, 90)
+        with_sides = case % 2 == 0
+        a = ["a%d" % k for k in range(len_a)]
+        b = ["b%d" % k for k in range(len_b)]
+        side_a = [cases.random() < 0.5 for _ in a] if with_sides else None
+        side_b = [cases.random() < 0.5 for _ in b] if with_sides else None
+        seed = cases.random()
+        ref = (list(a), list(b), list(side_a) if with_sides else None,
+               list(side_b) if with_sides else None)
+        ref_rng = random.Random(seed)
+        _truncate_seq_pair_one_by_one(ref[0], ref[1], budget, ref_rng, ref[2], ref[3])
+        rng = random.Random(seed)
+        a, b = _CountingList(a), _CountingList(b)
+        pretraining_data.truncate_seq_pair(a, b, budget, rng, side_a, side_b)
+        assert (a, b, side_a, side_b) == ref, case
+        assert a.deletions <= 2 and b.deletions <= 2, case  # one cut per end, not per token
+        # Exactly the same random calls: the streams are still in step.
+        assert rng.getstate() == ref_rng.getstate(), case
+
+
+def test_truncate_seq_pair_is_linear_on_a_long_pair():
+    # 200k tokens: one-by-one deletion from the front moves the whole list
+    # each time (quadratic); the truncation must cut each list in one go.
+    a = _CountingList(range(150000))
+    b = _CountingList(range(1000000, 1050000))
+    side_a = _CountingList([True] * len(a))
+    rng = _CountingRandom(5)
+    pretraining_data.truncate_seq_pair(a, b, 125, rng, side_a, None)
+    assert len(a) + len(b) == 125 and len(side_a) == len(a)
+    assert rng.calls == 200000 - 125  # one random call per token removed
+    assert a.deletions <= 2 and b.deletions <= 2 and side_a.deletions <= 2
+    assert list(a) == list(range(a[0], a[0] + len(a)))
+    assert list(b) == list(range(b[0], b[0] + len(b)))
+
+
 def _numbered_documents(num_docs, sentences_per_doc, words_per_sentence):
     """Documents whose tokens encode (doc, sentence) so pairs can be traced."""
     return [[["d%ds%d" % (d, s)] * words_per_sentence for s in range(sentences_per_doc)]
@@ -270,7 +348,7 @@ def test_bad_lines_are_repaired_or_skipped_and_reported(tmp_path, sample_vocab_f
     content = (b"The baker opens the shop at six.\n"
                b"She bakes bread \xff\xfe every morning.\n"   # line 2: invalid UTF-8
                b"\n\n\n"                                     # empty documents
-               b"\x07\x00\x1b\n"                             # line 6: only controls
+               b"\x07\x7f\x1b\n"                             # line 6: only controls
                b"The farmer opens the gate.\n"               # one-sentence document
                b"\n"
                + b"x" * 5000 + b"\n"                         # line 9: too long
@@ -340,6 +418,105 @@ def test_script_reports_bad_input_without_traceback(tmp_path, sample_vocab_file)
     assert "missing_*.txt" in result.stderr and "matches no file" in result.stderr
     assert "Traceback" not in result.stderr
     assert not os.path.exists(out)
+
+
+def test_failing_second_output_leaves_no_temporary_of_the_first(tmp_path, sample_vocab_file,
+                                                                 monkeypatch):
+    text = _write(os.path.join(str(tmp_path), "text.txt"), "The baker opens the shop.\n")
+    first = os.path.join(str(tmp_path), "first.tfrecord")
+    second = os.path.join(str(tmp_path), "second.tfrecord")
+    # The second output cannot be opened (e.g. a full disk or a read-only
+    # mount), after the first one's temporary was created.
+    real_writer = tf.io.TFRecordWriter
+    opened = []
+
+    def writer(path, *args, **kwargs):
+        if opened:
+            raise tf.errors.PermissionDeniedError(None, None, "%s: read-only" % path)
+        opened.append(path)
+        return real_writer(path, *args, **kwargs)
+
+    monkeypatch.setattr(tf.io, "TFRecordWriter", writer)
+    with pytest.raises(tf.errors.PermissionDeniedError):
+        pretraining_writer.create_pretraining_data(
+            [text], [first, second], _options(sample_vocab_file))
+    assert len(opened) == 1 and ".tmp-" in opened[0]
+    assert sorted(os.listdir(str(tmp_path))) == ["text.txt"]  # no temporary of the first
+
+
+def test_more_output_files_than_instances_warns(tmp_path, sample_vocab_file, caplog):
+    text = _write(os.path.join(str(tmp_path), "text.txt"),
+                  "The baker opens the shop.\nShe bakes bread.\n")
+    outputs = [os.path.join(str(tmp_path), "out-%d.tfrecord" % k) for k in range(4)]
+    with caplog.at_level("WARNING"):
+        summary = pretraining_writer.create_pretraining_data(
+            [text], outputs, _options(sample_vocab_file, dupe_factor=1))
+    sizes = [len(_read_records(path)) for path in outputs]
+    assert summary.instances == sum(sizes) < 4
+    empty = [path for path, n in zip(outputs, sizes) if n == 0]
+    warning = "warning: %d of 4 output files hold no instance: %s" % (
+        len(empty), ", ".join(empty))
+    assert summary.empty_output_files == empty
+    assert summary.describe().splitlines()[-1] == warning
+    assert warning in caplog.text
+
+
+def test_no_instance_error_says_lines_were_skipped(tmp_path, sample_vocab_file):
+    long_lines = _write(os.path.join(str(tmp_path), "long.txt"),
+                        ("word " * 40 + "\n") * 3 + "\n" + "word " * 50 + "\n")
+    out = os.path.join(str(tmp_path), "out.tfrecord")
+    with pytest.raises(corpus.CorpusError) as raised:
+        pretraining_writer.create_pretraining_data(
+            [long_lines], [out], _options(sample_vocab_file), max_line_bytes=100)
+    message = str(raised.value)
+    assert "\n" not in message
+    assert "long.txt" in message and "no document holds any token" in message
+    assert "4 line(s) longer than --max_line_bytes=100 were skipped" in message
+    assert os.listdir(str(tmp_path)) == ["long.txt"]
+
+
+def test_cap_num_workers():
+    gb = 1000 ** 3
+    assert pretraining_writer.cap_num_workers(64, 2, int(11.3 * gb)) == (
+        2, "--num_workers=64 capped to 2 (2 cores, 11.3 GB available, ~0.6 GB per worker)")
+    # Memory binds before cores: 1.5 GB holds two workers of 0.6 GB.
+    workers, warning = pretraining_writer.cap_num_workers(8, 16, int(1.5 * gb))
+    assert workers == 2 and warning.startswith("--num_workers=8 capped to 2 (16 cores, 1.5 GB")
+    assert pretraining_writer.cap_num_workers(8, 16, 100 * 1000 ** 2)[0] == 1
+    assert pretraining_writer.cap_num_workers(4, 2, None)[0] == 2
+    assert pretraining_writer.cap_num_workers(2, 2, 64 * gb) == (2, None)
+    assert pretraining_writer.cap_num_workers(1, 1, 0) == (1, None)
+
+
+def test_machine_resources_reads_mem_available(tmp_path):
+    meminfo = _write(os.path.join(str(tmp_path), "meminfo"),
+                     "MemTotal:       16000000 kB\nMemFree:         1000000 kB\n"
+                     "MemAvailable:   11000000 kB\n")
+    cores, available = pretraining_writer.machine_resources(meminfo)
+    assert cores >= 1 and available == 11000000 * 1024
+    assert pretraining_writer.machine_resources(
+        os.path.join(str(tmp_path), "missing"))[1] is None
+
+
+def test_num_workers_is_capped_before_workers_start(tmp_path, sample_vocab_file,
+                                                    monkeypatch, caplog):
+    text = _write(os.path.join(str(tmp_path), "text.txt"), "The baker opens the shop.\n")
+    monkeypatch.setattr(pretraining_writer, "machine_resources", lambda: (1, 8 * 1000 ** 3))
+    started = []
+    original = pretraining_writer._ordered_results
+
+    def ordered_results(chunks, options, num_workers, log_first_instances):
+        started.append(num_workers)
+        assert num_workers == 1  # 64 spawned TensorFlow processes would follow
+        return original(chunks, options, num_workers, log_first_instances)
+
+    monkeypatch.setattr(pretraining_writer, "_ordered_results", ordered_results)
+    with caplog.at_level("WARNING"):
+        pretraining_writer.create_pretraining_data(
+            [text], [os.path.join(str(tmp_path), "out.tfrecord")],
+            _options(sample_vocab_file), num_workers=64)
+    assert started == [1]
+    assert "--num_workers=64 capped to 1 (1 core, 8.0 GB available" in caplog.text
 
 
 def test_options_are_validated(sample_vocab_file):

@@ -417,6 +417,38 @@ def test_generic_csv_indices_numeric_label_order_and_jsonl_multi_label(tmp_path)
         p.get_test_examples(str(tmp_path))
 
 
+def test_generic_rows_must_have_as_many_columns_as_the_header(tmp_path):
+    header = "id\ttext\tlabel"
+    # Line 3: a tab inside the text shifts the label; line 4 lost a field.
+    write_lines(tmp_path / "train.tsv", [header, "a1\tthe cat\tyes", "a2\ta\tdog\tno"])
+    p = processors.GenericProcessor(str(tmp_path), text_a_column="text", label_column="id",
+                                    labels=["a1", "a2"])
+    with pytest.raises(processors.DataError) as raised:
+        p.get_train_examples(str(tmp_path))
+    assert str(raised.value).endswith(
+        "train.tsv:3: 4 columns, expected 3 (header: id, text, label)")
+    write_lines(tmp_path / "train.tsv", [header, "a1\tthe cat\tyes", "", "a2\tno"])
+    p = processors.GenericProcessor(str(tmp_path), text_a_column="id", label_column="text",
+                                    labels=["the cat", "no"])
+    with pytest.raises(processors.DataError, match=r"train\.tsv:4: 2 columns, expected 3 "
+                                                   r"\(header: id, text, label\)$"):
+        p.get_train_examples(str(tmp_path))
+    # csv too; a comma inside quotes is no extra column.
+    write_lines(tmp_path / "dev.csv", ["text,label", '"hello, world",1', "bye,2,3"])
+    p = processors.GenericProcessor(str(tmp_path), file_format="csv", labels=["1", "2"])
+    with pytest.raises(processors.DataError, match=r"dev\.csv:3: 3 columns, expected 2 "
+                                                   r"\(header: text, label\)$"):
+        p.get_dev_examples(str(tmp_path))
+    # A test file may leave out the label when it is the last column.
+    write_lines(tmp_path / "test.tsv", [header, "c1\tthe cat", "c2\ta dog\tyes"])
+    p = processors.GenericProcessor(str(tmp_path), text_a_column="text", label_column="label",
+                                    labels=["yes"])
+    assert [e.label for e in p.get_test_examples(str(tmp_path))] == [None, "yes"]
+    write_lines(tmp_path / "test.tsv", [header, "c1\tthe cat\tyes\tmore"])
+    with pytest.raises(processors.DataError, match=r"test\.tsv:2: 4 columns, expected 3"):
+        p.get_test_examples(str(tmp_path))
+
+
 # -------------------------------------------------------------------- ids
 
 

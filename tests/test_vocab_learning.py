@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from data import corpus
 from data import tokenization
 from data import vocab_learning
@@ -65,3 +67,56 @@ def test_bundled_vocab_is_what_the_tool_makes(tmp_path, sample_corpus_files, sam
     assert result.returncode == 0, result.stderr[-2000:]
     with open(out, encoding="utf-8") as a, open(sample_vocab_file, encoding="utf-8") as b:
         assert a.read() == b.read()
+
+
+# --- Bad input: empty corpus, vocabulary too small --------------------------------
+
+def _characters(counts):
+    return sorted({c for w in counts if not tokenization.is_cjk_char(w) for c in w})
+
+
+def test_too_small_vocab_size_names_the_minimum(sample_corpus_files):
+    counts = vocab_learning.count_words(sample_corpus_files)
+    chars = _characters(counts)
+    cjk = [w for w in counts if tokenization.is_cjk_char(w)]
+    minimum = 104 + len(cjk) + 2 * len(chars)
+    for too_small in (10, 200, minimum - 1):
+        with pytest.raises(ValueError) as raised:
+            vocab_learning.learn_vocab(counts, vocab_size=too_small)
+        message = str(raised.value)
+        assert message.startswith("--vocab_size=%d is too small" % too_small)
+        assert "expected --vocab_size >= %d" % minimum in message and "\n" not in message
+    # At the minimum, every character is there alone and as a ## piece (the
+    # learner overshoots its budget here; what goes is a longer piece).
+    tokens = vocab_learning.learn_vocab(counts, vocab_size=minimum)
+    assert len(tokens) == minimum
+    assert set(chars) | {"##" + c for c in chars} <= set(tokens)
+    assert set(cjk) <= set(tokens)
+
+
+def test_empty_input_is_refused(tmp_path):
+    blank = os.path.join(str(tmp_path), "blank.txt")
+    with open(blank, "w") as f:
+        f.write("\n \n\t\n")
+    with pytest.raises(corpus.CorpusError, match=r"^No words found in .*blank\.txt; "
+                                                 r"expected UTF-8 text"):
+        vocab_learning.count_words([blank])
+    with pytest.raises(ValueError, match=r"^word_counts is empty"):
+        vocab_learning.learn_vocab({}, vocab_size=4000)
+    with pytest.raises(corpus.CorpusError, match=r"^No text found in .*blank\.txt; "
+                                                 r"expected UTF-8 text"):
+        vocab_learning.learn_byte_bpe(vocab_learning.byte_bpe_training_lines([blank]), 300)
+    with pytest.raises(ValueError, match=r"^lines is empty"):
+        vocab_learning.learn_byte_bpe(iter([]), 300)
+
+
+def test_byte_bpe_vocab_size_must_hold_the_bytes_and_specials():
+    lines = ["hello world, hello there\n"] * 20
+    for too_small in (10, 256):
+        with pytest.raises(ValueError, match=r"^--vocab_size=%d is too small for byte-level "
+                                             r"BPE.*expected --vocab_size >= 257$" % too_small):
+            vocab_learning.learn_byte_bpe(iter(lines), too_small)
+    vocab, merges = vocab_learning.learn_byte_bpe(iter(lines), 257)
+    assert len(vocab) == 257 and not merges
+    vocab, merges = vocab_learning.learn_byte_bpe(iter(lines), 260)
+    assert len(vocab) == 260 and len(merges) == 3

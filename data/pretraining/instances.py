@@ -126,20 +126,41 @@ def create_masked_lm_predictions(tokens, masked_lm_prob, max_predictions_per_seq
 def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng, side_a=None, side_b=None):
     """Truncates a pair in place to at most `max_num_tokens` tokens in total.
 
+    Google's rule: one token at a time from the longer segment (B on ties),
+    at its front or its back at random, one ``rng.random()`` per token
+    removed. The removals are only counted here and applied with one slice
+    per list at the end, so a long pair costs time linear in its length
+    (deleting list items one by one was quadratic).
+
     `side_a` / `side_b`, when given, are per-token lists (word starts) that
     lose the same positions as their segment.
     """
-    while len(tokens_a) + len(tokens_b) > max_num_tokens:
-        if len(tokens_a) > len(tokens_b):
-            trunc_tokens, trunc_side = tokens_a, side_a
+    # Each segment's kept stretch is [start, end) of the original list.
+    start_a, end_a = 0, len(tokens_a)
+    start_b, end_b = 0, len(tokens_b)
+    while (end_a - start_a) + (end_b - start_b) > max_num_tokens:
+        if end_a - start_a > end_b - start_b:
+            # Cutting at the front or at the back at random adds noise that
+            # keeps the model from relying on where sentences are cut.
+            if rng.random() < 0.5:
+                start_a += 1
+            else:
+                end_a -= 1
         else:
-            trunc_tokens, trunc_side = tokens_b, side_b
-        # Cutting at the front or at the back at random adds noise that keeps
-        # the model from relying on where sentences are cut.
-        index = 0 if rng.random() < 0.5 else len(trunc_tokens) - 1
-        del trunc_tokens[index]
-        if trunc_side is not None:
-            del trunc_side[index]
+            if end_b <= start_b:
+                raise ValueError("cannot truncate a pair to max_num_tokens=%d; expected >= 0"
+                                 % max_num_tokens)
+            if rng.random() < 0.5:
+                start_b += 1
+            else:
+                end_b -= 1
+    for tokens, side, start, end in ((tokens_a, side_a, start_a, end_a),
+                                     (tokens_b, side_b, start_b, end_b)):
+        for values in (tokens, side):
+            if values is None or (start == 0 and end == len(values)):
+                continue
+            del values[end:]
+            del values[:start]
 
 
 def _truncate_outer_ends(tokens_a, tokens_b, max_num_tokens, side_a=None, side_b=None):

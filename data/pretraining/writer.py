@@ -7,7 +7,9 @@ order, round-robin over the output files as Google's script does. Because
 results are consumed in order and each chunk's randomness depends only on
 (seed, chunk index), the output is byte-identical whatever `num_workers` is.
 
-Memory is bounded: at most ``2 * num_workers`` chunks are in flight.
+Memory is bounded: at most ``2 * num_workers`` chunks are in flight, and
+`num_workers` is capped by the machine's cores and available memory (each
+worker imports TensorFlow, see `cap_num_workers`).
 Output files are written under temporary names and renamed into place only
 when everything succeeded, so a failure or an interruption never leaves a
 half-written file under the requested name.
@@ -22,6 +24,7 @@ import time
 
 import tensorflow as tf
 
+from data import atomic
 from data import corpus as corpus_lib
 from data.pretraining import instances as pretraining_data
 
@@ -39,7 +42,17 @@ class Summary(object):
         self.random_next = 0
         self.stats = corpus_lib.ReadStats()
         self.output_files = []
+        # Output files that received no instance (more files than instances).
+        self.empty_output_files = []
         self.seconds = 0.0
+
+    def empty_outputs_warning(self):
+        """One line naming the output files without any instance, or None."""
+        if not self.empty_output_files:
+            return None
+        return "warning: %d of %d output files hold no instance: %s" % (
+            len(self.empty_output_files), len(self.output_files),
+            ", ".join(self.empty_output_files))
 
     def describe(self):
         lines = [
@@ -62,11 +75,89 @@ class Summary(object):
             lines.append("skipped or repaired: nothing")
         lines.append("output files:")
         lines.extend("  " + path for path in self.output_files)
+        warning = self.empty_outputs_warning()
+        if warning:
+            lines.append(warning)
         return "\n".join(lines)
 
 
-def _temp_name(path):
-    return "%s.tmp-%d" % (path, os.getpid())
+# What one worker process costs: it imports TensorFlow (about 550 MB
+# resident) and holds its chunks.
+WORKER_MEMORY_BYTES = 600 * 1000 ** 2
+
+
+def machine_resources(meminfo_path="/proc/meminfo"):
+    """(cores this process may run on, available memory in bytes or None).
+
+    Memory is ``MemAvailable`` of `meminfo_path` (Linux); None where that
+    file or field does not exist.
+    """
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    available = None
+    try:
+        with open(meminfo_path) as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    fields = line.split()
+                    available = int(fields[1]) * (1024 if fields[2:3] == ["kB"] else 1)
+                    break
+    except (OSError, ValueError, IndexError):
+        available = None
+    return cores, available
+
+
+def cap_num_workers(num_workers, cores, available_bytes,
+                    bytes_per_worker=WORKER_MEMORY_BYTES):
+    """Caps worker processes at the cores and at the memory they need.
+
+    Args:
+      num_workers: the number asked for (``--num_workers``).
+      cores: usable cores (see `machine_resources`).
+      available_bytes: available memory, or None when unknown (no memory cap).
+      bytes_per_worker: what one worker process needs.
+
+    Returns:
+      (workers, warning): the number to start (at least 1 when
+      `num_workers` >= 1; `num_workers` itself when it is <= 1) and a
+      one-line warning when it was capped, else None.
+    """
+    if num_workers <= 1:
+        return num_workers, None
+    limit = max(1, cores)
+    if available_bytes is not None:
+        limit = min(limit, max(1, available_bytes // bytes_per_worker))
+    if num_workers <= limit:
+        return num_workers, None
+    memory = ("%.1f GB available" % (available_bytes / 1e9)
+              if available_bytes is not None else "available memory unknown")
+    warning = "--num_workers=%d capped to %d (%d core%s, %s, ~%.1f GB per worker)" % (
+        num_workers, limit, cores, "" if cores == 1 else "s", memory,
+        bytes_per_worker / 1e9)
+    return limit, warning
+
+
+def _no_instance_message(input_files, stats, max_line_bytes):
+    """The error when no instance was made, saying which lines were skipped."""
+    skipped = []
+    over_long = stats.counts.get(corpus_lib.OVER_LONG_LINES % max_line_bytes, 0)
+    if over_long:
+        skipped.append("%d line(s) longer than --max_line_bytes=%d were skipped"
+                       % (over_long, max_line_bytes))
+    for reason, label in (
+            ("lines without any token (only controls/whitespace)",
+             "%d line(s) held no token (only controls/whitespace)"),
+            ("lines with invalid UTF-8 (bad bytes dropped)",
+             "%d line(s) had invalid UTF-8 dropped")):
+        if stats.counts.get(reason, 0):
+            skipped.append(label % stats.counts[reason])
+    message = ("No pre-training instance could be made from %s: no document holds "
+               "any token" % ", ".join(input_files))
+    if skipped:
+        message += " (%s)" % "; ".join(skipped)
+    return message + "."
 
 
 def _ordered_results(chunks, options, num_workers, log_first_instances):
@@ -107,7 +198,8 @@ def create_pretraining_data(input_files, output_files, options, num_workers=1,
       input_files: list of corpus paths (see `data.corpus`).
       output_files: list of TFRecord paths; examples go round-robin over them.
       options: `pretraining_data.InstanceOptions`.
-      num_workers: worker processes (1 = in this process).
+      num_workers: worker processes (1 = in this process); capped by
+        `cap_num_workers` at the cores and available memory, with a warning.
       documents_per_chunk: documents processed together; the random next
         segment is drawn within a chunk, and memory grows with this number,
         not with the corpus.
@@ -116,7 +208,9 @@ def create_pretraining_data(input_files, output_files, options, num_workers=1,
       log_first_instances: log this many instances of the first chunk.
 
     Returns:
-      a `Summary`.
+      a `Summary`. Output files that got no instance (more files than
+      instances) are still written, empty, and named in a warning (logged,
+      and in `Summary.describe()`).
 
     Raises:
       corpus_lib.CorpusError / tokenization.VocabError / ValueError on bad
@@ -126,20 +220,24 @@ def create_pretraining_data(input_files, output_files, options, num_workers=1,
     options.validate()
     if not output_files:
         raise ValueError("No output files given.")
+    num_workers, warning = cap_num_workers(num_workers, *machine_resources())
+    if warning:
+        logging.warning("%s", warning)
     # Fail early (before any worker starts) on a bad vocabulary.
     pretraining_data.ChunkProcessor(options)
     summary = Summary()
     summary.input_files = len(input_files)
     start = time.time()
     last_report = start
-    for path in output_files:
-        directory = os.path.dirname(path)
-        if directory:
-            tf.io.gfile.makedirs(directory)
-    temp_files = [_temp_name(path) for path in output_files]
-    writers = [tf.io.TFRecordWriter(path) for path in temp_files]
-    finished = False
+    # Temporaries beside the outputs, removed on every exit path (SIGTERM
+    # and interpreter exit included; see data.atomic) unless committed.
+    outputs = None
+    writers = []
     try:
+        outputs = atomic.TemporaryOutputs(output_files)
+        for temp in outputs.temporaries:
+            writers.append(tf.io.TFRecordWriter(temp))
+        records = [0] * len(writers)
         chunks = corpus_lib.iter_document_chunks(
             input_files, documents_per_chunk, summary.stats, max_line_bytes)
         writer_index = 0
@@ -154,6 +252,7 @@ def create_pretraining_data(input_files, output_files, options, num_workers=1,
             summary.stats.merge(result.stats)
             for example in result.examples:
                 writers[writer_index].write(example)
+                records[writer_index] += 1
                 writer_index = (writer_index + 1) % len(writers)
             for instance in result.first_instances:
                 logging.info("*** Example ***\n%s", instance)
@@ -165,23 +264,22 @@ def create_pretraining_data(input_files, output_files, options, num_workers=1,
                              summary.instances, summary.instances / (now - start))
         if summary.instances == 0:
             raise corpus_lib.CorpusError(
-                "No pre-training instance could be made from %s: no document "
-                "holds any token." % ", ".join(input_files))
+                _no_instance_message(input_files, summary.stats, max_line_bytes))
         for writer in writers:
             writer.close()
-        for temp, path in zip(temp_files, output_files):
-            tf.io.gfile.rename(temp, path, overwrite=True)
-        finished = True
+        outputs.commit()
     finally:
-        if not finished:
+        if outputs is not None and not outputs.committed:
             for writer in writers:
                 try:
                     writer.close()
                 except Exception:  # pylint: disable=broad-except
                     pass
-            for temp in temp_files:
-                if tf.io.gfile.exists(temp):
-                    tf.io.gfile.remove(temp)
+            outputs.discard()
+    summary.empty_output_files = [path for path, n in zip(output_files, records) if n == 0]
     summary.output_files = list(output_files)
     summary.seconds = time.time() - start
+    warning = summary.empty_outputs_warning()
+    if warning:
+        logging.warning("%s", warning)
     return summary

@@ -23,6 +23,7 @@ import os
 from absl import logging
 import tensorflow as tf
 
+from data import atomic
 from data import input_pipeline
 from data import packing
 from data import tf_example
@@ -204,24 +205,18 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
     examples = list(examples)
     if task_type is None:
         task_type = infer_task_type(label_list, examples)
-    directory = os.path.dirname(output_file)
-    if directory:
-        tf.io.gfile.makedirs(directory)
-    temp = "%s.tmp-%d" % (output_file, os.getpid())
-    done = False
+    outputs = atomic.TemporaryOutputs([output_file])
     try:
-        with tf.io.TFRecordWriter(temp) as writer:
+        with tf.io.TFRecordWriter(outputs.temporaries[0]) as writer:
             for ex_index, example in enumerate(examples):
                 if ex_index % 10000 == 0 and ex_index:
                     logging.info("Writing example %d of %d", ex_index, len(examples))
                 features = convert_single_example(ex_index, example, label_list,
                                                   max_seq_length, tokenizer, task_type)
                 writer.write(_serialize(features, task_type))
-        tf.io.gfile.rename(temp, output_file, overwrite=True)
-        done = True
+        outputs.commit()
     finally:
-        if not done and tf.io.gfile.exists(temp):
-            tf.io.gfile.remove(temp)
+        outputs.discard()
     return len(examples)
 
 

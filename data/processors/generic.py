@@ -58,6 +58,9 @@ class GenericProcessor(DataProcessor):
         accuracy and micro/macro F1 for multi-label).
 
     Test files may omit the label column (their labels are not used).
+    With a header, every row must have as many columns as the header (a
+    test row may lack the label when it is the last column): an extra or a
+    missing column is a `DataError` naming file and line.
     """
 
     def __init__(self, data_dir=None, file_format="tsv", text_a_column=0, text_b_column=None,
@@ -116,20 +119,37 @@ class GenericProcessor(DataProcessor):
         return os.path.join(data_dir, self.files[set_type])
 
     def _read_records(self, path):
-        """(records, column resolver) for the configured format."""
+        """(records, column resolver, header row or None) for the configured format."""
         if self.file_format == "jsonl":
-            return self._read_jsonl(path), None
+            return self._read_jsonl(path), None, None
         if self.file_format == "csv":
             rows = self._read_csv(path)
         else:
             rows = self._read_tsv(path, quotechar=self.quotechar)
         header = None
+        header_row = None
         if self.has_header:
             if not rows:
                 raise DataError("%s is empty; expected a header row." % path)
-            header = {name.strip(): index for index, name in enumerate(rows[0])}
+            header_row = [name.strip() for name in rows[0]]
+            header = {name: index for index, name in enumerate(header_row)}
             rows = rows[1:]
-        return rows, header
+        return rows, header, header_row
+
+    @staticmethod
+    def _check_column_count(row, header_row, label_index, set_type):
+        """A row has as many columns as the header (a test row may lack a last label).
+
+        One column too many is typically a tab or comma inside a text that
+        shifted the columns after it; one too few, a lost field.
+        """
+        if len(row) == len(header_row):
+            return
+        if (set_type == "test" and label_index == len(header_row) - 1
+                and len(row) == len(header_row) - 1):
+            return  # test files may omit the label column
+        raise DataError("%s: %d columns, expected %d (header: %s)"
+                        % (row.location, len(row), len(header_row), ", ".join(header_row)))
 
     def _resolve(self, column, header, path, optional=False):
         """The index (or jsonl key) of `column`."""
@@ -175,7 +195,7 @@ class GenericProcessor(DataProcessor):
     def _create_examples(self, data_dir, set_type, check_labels=True):
         path = self._path(data_dir, set_type)
         check_labels = check_labels and set_type != "test"
-        records, header = self._read_records(path)
+        records, header, header_row = self._read_records(path)
         layout = self._describe_layout()
         a = self._resolve(self.text_a_column, header, path)
         b = self._resolve(self.text_b_column, header, path)
@@ -185,6 +205,8 @@ class GenericProcessor(DataProcessor):
         for record in records:
             if not isinstance(record, dict) and not any(field.strip() for field in record):
                 continue  # blank line
+            if header_row is not None:
+                self._check_column_count(record, header_row, label_col, set_type)
             text_a = self._field(record, a, layout)
             text_b = self._field(record, b, layout) if b is not None else None
             if guid_col is not None:

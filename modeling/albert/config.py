@@ -7,6 +7,7 @@ so validation, round trips and unknown keys behave as for BERT.
 import copy
 import os
 
+from modeling import config_schema
 from modeling.bert.config import BertConfig
 from modeling.bert.config import BertConfigError
 from modeling.bert.config import _check_value
@@ -27,7 +28,7 @@ _ALBERT_FIELDS = (
     ("intermediate_size", 16384, "int"),
     ("inner_group_num", 1, "int"),
     ("down_scale_factor", 1, "positive_float"),
-    ("hidden_act", "gelu", "str"),
+    ("hidden_act", "gelu", "activation"),
     ("hidden_dropout_prob", 0.0, "prob"),
     ("attention_probs_dropout_prob", 0.0, "prob"),
     ("max_position_embeddings", 512, "int"),
@@ -36,6 +37,21 @@ _ALBERT_FIELDS = (
     ("net_structure_type", 0, "int_or_zero"),
 )
 _ALBERT_FIELD_NAMES = tuple(name for name, _, _ in _ALBERT_FIELDS)
+
+# What an albert_config.json / HF config.json may hold
+# (`modeling.config_schema`): the fields; google-research/albert's unused
+# `gap_size` and `num_memory_blocks`, and the Google BERT extras
+# (`directionality`, `pooler_*`: unused, as in BERT); HF's ALBERT keys;
+# `layer_norm_epsilon` (the encoders' name of the LayerNorm epsilon, read
+# from the extras).
+ALBERT_SCHEMA = config_schema.ConfigSchema(
+    "ALBERT", _ALBERT_FIELD_NAMES,
+    ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers",
+     "num_attention_heads", "intermediate_size"),
+    extra_keys=({"gap_size", "num_memory_blocks", "layer_norm_epsilon",
+                 "classifier_dropout_prob", "layer_norm_eps", "position_embedding_type"}
+                | config_schema.GOOGLE_BERT_EXTRA_KEYS | config_schema.HF_COMMON_KEYS),
+    model_types=("albert",))
 
 # The four published sizes (Lan et al. 2019, Table 1; the released v2
 # `albert_config.json` files: no dropout). All share E=128, 512 positions,
@@ -78,7 +94,14 @@ class AlbertConfig(BertConfig):
     Activation note: google-research/albert's "gelu" is the tanh
     approximation of GELU; the config keeps the word as written and
     `modeling.albert.AlbertEncoder.from_config_object` picks that function.
+
+    Files are checked against `ALBERT_SCHEMA` (unknown keys, and the
+    structural fields `vocab_size`, `embedding_size`, `hidden_size`,
+    `num_hidden_layers`, `num_attention_heads`, `intermediate_size` must be
+    given), as BERT's are.
     """
+
+    SCHEMA = ALBERT_SCHEMA
 
     def __init__(self, vocab_size, **values):
         values["vocab_size"] = vocab_size

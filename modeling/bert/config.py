@@ -11,8 +11,17 @@ multilingual ones have `directionality`, `pooler_fc_size`,
 by `to_dict()` / `to_json_file()`, so a config survives a round trip through
 this project byte-for-byte in content.
 
+Files are checked against `BERT_SCHEMA` (`modeling.config_schema`) when read:
+a key that is neither a field nor one of those known extra keys is an error
+naming the closest known key (a misspelt `hiddensize` would otherwise leave
+`hidden_size` at its default), and the structural fields (`vocab_size`,
+`hidden_size`, `num_hidden_layers`, `num_attention_heads`,
+`intermediate_size`) must be present. Configs built in Python keep the
+defaults.
+
 Values are validated when the config is made (types, positivity, probabilities
-in [0, 1), `hidden_size` divisible by `num_attention_heads`) so a bad file fails
+in [0, 1), `hidden_size` divisible by `num_attention_heads`, `hidden_act` known
+to `modeling.layers.get_activation`) so a bad file fails
 at load time with a message that names the file and the field, not deep inside
 model construction.
 
@@ -31,6 +40,7 @@ import json
 import os
 
 from data import atomic
+from modeling import config_schema
 
 __all__ = [
     "BertConfig",
@@ -53,7 +63,7 @@ _FIELDS = (
     ("num_hidden_layers", 12, "int"),
     ("num_attention_heads", 12, "int"),
     ("intermediate_size", 3072, "int"),
-    ("hidden_act", "gelu", "str"),
+    ("hidden_act", "gelu", "activation"),
     ("hidden_dropout_prob", 0.1, "prob"),
     ("attention_probs_dropout_prob", 0.1, "prob"),
     ("max_position_embeddings", 512, "int"),
@@ -61,6 +71,23 @@ _FIELDS = (
     ("initializer_range", 0.02, "positive_float"),
 )
 _FIELD_NAMES = tuple(name for name, _, _ in _FIELDS)
+
+# The fields that fix the shapes of the weights: a file must give them.
+_REQUIRED_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers",
+                    "num_attention_heads", "intermediate_size")
+
+# Keys of Hugging Face's BERT config.json beyond the shared ones.
+HF_BERT_KEYS = frozenset({"classifier_dropout", "layer_norm_eps",
+                          "position_embedding_type"})
+
+# What a bert_config.json / config.json may hold (`modeling.config_schema`):
+# the fields, Google's and HF's extra keys, and `layer_norm_epsilon` (this
+# project's extra for HF's `layer_norm_eps`, written back by `to_json_file`).
+BERT_SCHEMA = config_schema.ConfigSchema(
+    "BERT", _FIELD_NAMES, _REQUIRED_FIELDS,
+    extra_keys=(config_schema.GOOGLE_BERT_EXTRA_KEYS | config_schema.HF_COMMON_KEYS
+                | HF_BERT_KEYS | {"layer_norm_epsilon"}),
+    model_types=("bert",))
 
 
 def _check_value(name, value, kind):
@@ -86,6 +113,18 @@ def _check_value(name, value, kind):
             raise BertConfigError(
                 f"`{name}` must be a non-empty string, got {value!r} "
                 f"({type(value).__name__})."
+            )
+        return value
+    if kind == "activation":
+        value = _check_value(name, value, "str")
+        # Imported here: the registry is TensorFlow code, and sees the
+        # activations users registered before the config is read.
+        from modeling.layers import activations  # pylint: disable=g-import-not-at-top
+        known = activations.activation_names()
+        if value.lower() not in known:
+            raise BertConfigError(
+                f"`{name}` {value!r} is not a known activation; known: "
+                f"{', '.join(known)} (modeling.layers.register_activation adds one)."
             )
         return value
     # Floats.
@@ -143,6 +182,21 @@ def _is_remote(path):
     return "://" in str(path)
 
 
+def _read_text(path):
+    """A local config file's text; `BertConfigError` naming it if not UTF-8."""
+    try:
+        with open(path, "r", encoding="utf-8") as reader:
+            return reader.read()
+    except UnicodeDecodeError as e:
+        raise BertConfigError(f"BERT config file {path} is not UTF-8 text: {e}") from e
+
+
+def _one_line(error):
+    if isinstance(error, RecursionError):
+        return "nested too deeply"
+    return str(error)
+
+
 class BertConfig:
     """Hyper-parameters of a BERT encoder (google-research/bert compatible).
 
@@ -166,9 +220,13 @@ class BertConfig:
         **extra: Any other keys (kept, written back, otherwise ignored).
 
     Raises:
-        BertConfigError: a value has the wrong type or range, or
-            `hidden_size` is not a multiple of `num_attention_heads`.
+        BertConfigError: a value has the wrong type or range, `hidden_act`
+            is not in the activations registry, or `hidden_size` is not a
+            multiple of `num_attention_heads`.
     """
+
+    #: The keys a config file may and must hold (checked by `from_json_file`).
+    SCHEMA = BERT_SCHEMA
 
     def __init__(
         self,
@@ -258,8 +316,9 @@ class BertConfig:
 
         Raises:
             FileNotFoundError: the file does not exist.
-            BertConfigError: the file is not valid JSON or has an invalid
-                value; the message names the file.
+            BertConfigError: the file is not valid JSON, has an invalid
+                value, an unknown key or lacks a structural field (see
+                `SCHEMA`); the message names the file.
         """
         json_file = os.fspath(json_file)
         if _is_remote(json_file):
@@ -272,18 +331,25 @@ class BertConfig:
         else:
             if not os.path.isfile(json_file):
                 raise FileNotFoundError(f"BERT config file not found: {json_file}")
-            with open(json_file, "r", encoding="utf-8") as reader:
-                text = reader.read()
+            text = _read_text(json_file)
         try:
             parsed = json.loads(text)
-        except json.JSONDecodeError as e:
+        except (json.JSONDecodeError, RecursionError) as e:
             raise BertConfigError(
-                f"BERT config file {json_file} is not valid JSON: {e}"
+                f"BERT config file {json_file} is not valid JSON: {_one_line(e)}"
             ) from e
         try:
-            return cls.from_dict(parsed)
+            return cls._from_file_values(parsed)
         except (BertConfigError, TypeError) as e:
-            raise BertConfigError(f"Invalid BERT config file {json_file}: {e}") from e
+            raise BertConfigError(
+                f"Invalid {cls.SCHEMA.family} config file {json_file}: {e}") from e
+
+    @classmethod
+    def _from_file_values(cls, values):
+        """`from_dict` for a parsed file, checked against the class's `SCHEMA`
+        first (unknown keys, missing structural fields; see
+        `modeling.config_schema`)."""
+        return cls.SCHEMA.build(values, cls.from_dict, BertConfigError)
 
     def to_json_file(self, json_file):
         """Writes the config as JSON, atomically.
@@ -439,15 +505,15 @@ def load_bert_config(path):
         with tf.io.gfile.GFile(path, "r") as reader:
             text = reader.read()
     else:
-        with open(path, "r", encoding="utf-8") as reader:
-            text = reader.read()
+        text = _read_text(path)
     try:
         parsed = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise BertConfigError(f"BERT config file {path} is not valid JSON: {e}") from e
+    except (json.JSONDecodeError, RecursionError) as e:
+        raise BertConfigError(
+            f"BERT config file {path} is not valid JSON: {_one_line(e)}") from e
     try:
         if isinstance(parsed, dict) and any(k in parsed for k in _HF_MARKER_KEYS):
             parsed = _hf_to_google_dict(parsed)
-        return BertConfig.from_dict(parsed)
+        return BertConfig._from_file_values(parsed)  # pylint: disable=protected-access
     except (BertConfigError, TypeError, ValueError) as e:
         raise BertConfigError(f"Invalid BERT config file {path}: {e}") from e

@@ -232,12 +232,20 @@ def init_from_checkpoint(model, path, allow_missing_heads=False):
     Returns:
         A `LoadReport` (also logged).
     """
-    fmt, resolved = resolve_checkpoint(path)
-    if fmt == HF_SAFETENSORS:
-        report = load_hf_safetensors(model, resolved, allow_missing_heads)
-    elif fmt == OBJECT_BASED:
-        report = load_object_based(model, resolved, allow_missing_heads)
-    else:
-        report = load_google_checkpoint(model, resolved, allow_missing_heads)
+    try:
+        fmt, resolved = resolve_checkpoint(path)
+        if fmt == HF_SAFETENSORS:
+            report = load_hf_safetensors(model, resolved, allow_missing_heads)
+        elif fmt == OBJECT_BASED:
+            report = load_object_based(model, resolved, allow_missing_heads)
+        else:
+            report = load_google_checkpoint(model, resolved, allow_missing_heads)
+    except tf.errors.OpError as e:
+        # TensorFlow's reader names no file ("not an sstable (bad magic
+        # number)", "Checksum does not match"): a damaged checkpoint.
+        message = (e.message or "").strip().splitlines()
+        raise CheckpointFormatError(
+            "%s: cannot read the checkpoint (%s: %s); it is damaged or incomplete"
+            % (path, type(e).__name__, message[0] if message else "?")) from None
     logging.info("%s", report)
     return report

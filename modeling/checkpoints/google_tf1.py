@@ -18,12 +18,13 @@ names, ALBERT under google-research/albert's
 """
 
 import os
-import uuid
 
 import numpy as np
 import tensorflow as tf
 
+from data import atomic
 from modeling.checkpoints import name_tables
+from modeling.checkpoints.report import CheckpointFormatError
 from modeling.checkpoints import targets
 
 __all__ = ["GOOGLE_TF1", "OPTIMIZER_STATE", "load_google_checkpoint",
@@ -54,7 +55,21 @@ class TF1Source:
         return tuple(self._shapes[name])
 
     def read(self, name):
-        return np.asarray(self._reader.get_tensor(name))
+        return np.asarray(read_tensor(self._reader, name, self.description))
+
+
+def read_tensor(reader, name, description):
+    """`reader.get_tensor(name)`, with damage reported as one line naming the checkpoint."""
+    try:
+        return reader.get_tensor(name)
+    except (tf.errors.OpError, IndexError) as e:
+        # A truncated data file raises IndexError ("Read less bytes than
+        # requested"), a flipped byte DataLossError; neither names a file.
+        text = getattr(e, "message", None) or str(e)
+        raise CheckpointFormatError(
+            "%s: cannot read %s (%s: %s); the checkpoint is damaged or incomplete"
+            % (description, name, type(e).__name__, text.strip().splitlines()[0]
+               if text.strip() else "?")) from None
 
 
 def load_google_checkpoint(model, ckpt_prefix, allow_missing_heads=False):
@@ -139,7 +154,8 @@ def write_tf1_checkpoint(ckpt_prefix, arrays, global_step=None):
     directory, base = os.path.split(ckpt_prefix)
     directory = directory or "."
     tf.io.gfile.makedirs(directory)
-    tmp_prefix = os.path.join(directory, f".{base}.tmp-{uuid.uuid4().hex}")
+    atomic.sweep_stale_temporaries(directory)
+    tmp_prefix = atomic.temporary_name(os.path.join(directory, base))
     data_suffix = ".data-00000-of-00001"
     try:
         with tf.device("/cpu:0"):
@@ -151,6 +167,7 @@ def write_tf1_checkpoint(ckpt_prefix, arrays, global_step=None):
     finally:
         for leftover in tf.io.gfile.glob(tmp_prefix + "*"):
             tf.io.gfile.remove(leftover)
+        atomic.discard(tmp_prefix)
     for stale in tf.io.gfile.glob(ckpt_prefix + ".data-*-of-*"):
         if not stale.endswith(data_suffix):
             tf.io.gfile.remove(stale)

@@ -18,6 +18,7 @@ import re
 
 import tensorflow as tf
 
+from modeling.checkpoints import google_tf1
 from modeling.checkpoints import targets
 from modeling.checkpoints.report import CheckpointMismatchError
 from modeling.checkpoints.report import LoadReport
@@ -75,7 +76,7 @@ class _ObjectGraph:
 
         self.path = path
         graph = trackable_object_graph_pb2.TrackableObjectGraph()
-        graph.ParseFromString(reader.get_tensor(GRAPH_KEY))
+        graph.ParseFromString(google_tf1.read_tensor(reader, GRAPH_KEY, path))
         self.nodes = graph.nodes
 
     def _child(self, node_id, name):
@@ -253,7 +254,7 @@ def load_object_based(model, prefix, allow_missing_heads=False):
         raise CheckpointMismatchError(f"Checkpoint {prefix}", target.description,
                                       missing, unexpected, mismatched, (), hint)
     for full_name, checkpoint_key, variable in plan:
-        targets.assign(variable, reader.get_tensor(checkpoint_key))
+        targets.assign(variable, google_tf1.read_tensor(reader, checkpoint_key, prefix))
         report.loaded.append(full_name)
     report.missing_heads = missing_heads
     return report

@@ -10,7 +10,10 @@ network does not use (`summary_*` of the double-heads model,
 back, so a config survives a round trip.
 
 Values are validated when the config is made, so a bad file fails at load
-time with one line naming the file and the field. Options that would make
+time with one line naming the file and the field. Files are also checked
+against `GPT2_SCHEMA` (`modeling.config_schema`): an unknown key is an error
+naming the closest known one, and `vocab_size`, `n_positions` (or `n_ctx`),
+`n_embd`, `n_layer` and `n_head` must be given. Options that would make
 HF's model compute something this network does not (cross-attention,
 unscaled attention, attention scaled by the inverse layer index) are refused
 rather than ignored.
@@ -28,6 +31,7 @@ import json
 import os
 
 from data import atomic
+from modeling import config_schema
 
 __all__ = ["GPT2Config", "GPT2ConfigError", "list_presets", "load_gpt2_config"]
 
@@ -63,6 +67,21 @@ _REFUSED = {
     "scale_attn_weights": (True, "attention without the 1/sqrt(head size) scale"),
     "scale_attn_by_inverse_layer_idx": (False, "attention scaled by 1/(layer index + 1)"),
 }
+
+# What a GPT-2 config.json may hold (`modeling.config_schema`): the fields;
+# OpenAI's `n_ctx` and `n_vocab` (hparams.json; they stand for `n_positions`
+# and `vocab_size`); the HF options of `_REFUSED` (checked by value); HF's
+# other GPT-2 keys (the double-heads model's `summary_*`, ...) and the keys
+# every HF config may carry. Shapes come from the structural fields, which
+# a file must give.
+GPT2_SCHEMA = config_schema.ConfigSchema(
+    "GPT-2", _FIELD_NAMES, ("vocab_size", "n_positions", "n_embd", "n_layer", "n_head"),
+    extra_keys=({"n_ctx", "n_vocab", "reorder_and_upcast_attn", "summary_activation",
+                 "summary_first_dropout", "summary_proj_to_labels", "summary_type",
+                 "summary_use_proj"}
+                | set(_REFUSED) | config_schema.HF_COMMON_KEYS),
+    model_types=("gpt2",),
+    alternatives={"n_positions": ("n_ctx",), "vocab_size": ("n_vocab",)})
 
 # HF activation names -> this project's (`modeling.layers.get_activation`).
 HF_ACTIVATIONS = {
@@ -147,6 +166,8 @@ class GPT2Config:
         if "n_ctx" in extra and "n_positions" not in values:
             # OpenAI's hparams and old HF configs: n_ctx is the context.
             values["n_positions"] = extra["n_ctx"]
+        if "n_vocab" in extra and "vocab_size" not in values:
+            values["vocab_size"] = extra["n_vocab"]  # OpenAI's hparams.json
         for name, default, kind in _FIELDS:
             setattr(self, name, _check(name, values.get(name, default), kind))
         if self.n_embd % self.n_head:
@@ -239,10 +260,14 @@ class GPT2Config:
         try:
             with open(path, encoding="utf-8") as f:
                 values = json.load(f)
+        except RecursionError as e:
+            raise GPT2ConfigError("GPT-2 config file %s is not valid JSON: nested too deeply"
+                                  % path) from e
         except (OSError, ValueError) as e:
             raise GPT2ConfigError("GPT-2 config file %s is not valid JSON: %s" % (path, e)) from e
         try:
-            return cls.from_dict(values)
+            # Also unknown keys and missing structural fields (`GPT2_SCHEMA`).
+            return GPT2_SCHEMA.build(values, cls.from_dict, GPT2ConfigError)
         except (GPT2ConfigError, TypeError) as e:
             raise GPT2ConfigError("Invalid GPT-2 config file %s: %s" % (path, e)) from e
 

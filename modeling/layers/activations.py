@@ -12,8 +12,8 @@ import math
 import keras
 import tensorflow as tf
 
-__all__ = ["gelu", "gelu_tanh", "get_activation", "register_activation",
-           "truncated_normal_initializer"]
+__all__ = ["activation_names", "gelu", "gelu_tanh", "get_activation",
+           "register_activation", "truncated_normal_initializer"]
 
 
 def gelu(x):
@@ -51,6 +51,11 @@ _ACTIVATIONS = {
     "tanh": tf.tanh,
     "linear": _linear,
 }
+
+
+def activation_names():
+    """The names `get_activation` knows (lower case), registered ones included."""
+    return list(_ACTIVATIONS)
 
 
 def get_activation(name):

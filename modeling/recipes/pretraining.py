@@ -15,6 +15,7 @@ tenth document held out, `data.corpus.split_documents`), makes the
 pipeline's inputs from each part, trains on one and evaluates on the other.
 """
 
+import contextlib
 import dataclasses
 import os
 import random
@@ -31,6 +32,8 @@ from modeling import registry
 from modeling.recipes.pipelines.base import PipelineOptions
 from modeling.training import distribute
 from modeling.training import optimization
+from modeling.training import run_lock
+from modeling.training import validation
 from modeling.training import trainer as trainer_lib
 
 __all__ = ["DEMO_DEFAULTS", "PretrainingJob", "REPO_ROOT", "SAMPLE_DIR", "run"]
@@ -89,6 +92,7 @@ class PretrainingJob:
     keep_checkpoint_max: int = 5
     log_steps: int = 100
     seed: Optional[int] = None
+    nan_policy: str = "stop"
     demo: bool = False
 
     @classmethod
@@ -169,6 +173,17 @@ def run(job):
         raise ValueError("--output_dir is required with --input_file")
     if not job.do_train and not job.do_eval:
         raise ValueError("At least one of `do_train` or `do_eval` must be True.")
+    validation.validate_training_values(
+        job.do_train, learning_rate=job.learning_rate, num_train_steps=job.num_train_steps,
+        num_warmup_steps=job.num_warmup_steps, train_batch_size=job.train_batch_size,
+        eval_batch_size=job.eval_batch_size,
+        save_checkpoints_steps=job.save_checkpoints_steps,
+        gradient_accumulation_steps=job.gradient_accumulation_steps,
+        max_eval_steps=job.max_eval_steps, keep_checkpoint_max=job.keep_checkpoint_max,
+        log_steps=job.log_steps, do_eval=job.do_eval)
+    if job.nan_policy not in trainer_lib.NAN_POLICIES:
+        raise ValueError("--nan_policy=%s: expected one of %s"
+                         % (job.nan_policy, ", ".join(trainer_lib.NAN_POLICIES)))
     if job.seed is not None:
         keras.utils.set_random_seed(job.seed)
     if job.mixed_precision:
@@ -192,6 +207,30 @@ def run(job):
         raise ValueError("--max_seq_length=%d exceeds max_position_embeddings=%d of the "
                          "model config" % (job.max_seq_length, max_positions))
 
+    strategy = _strategy(job)
+    is_chief = distribute.is_chief(strategy)
+    # One run per output directory; what a killed run left is swept.
+    with (run_lock.OutputDirLock(job.output_dir) if is_chief
+          else contextlib.nullcontext()):
+        return _run_in_output_dir(job, recipe, pipeline, config, strategy)
+
+
+@contextlib.contextmanager
+def _naming_damaged_input(flag, inputs):
+    """TensorFlow's "corrupted record at N" names no file: say which input it was."""
+    try:
+        yield
+    except tf.errors.DataLossError as e:
+        message = (e.message or "").strip().splitlines()
+        raise ValueError(
+            "%s=%s: a record is damaged (%s); the start-up check reads data checksums only "
+            "for inputs up to 1 GiB, so find the file with "
+            "data.tfrecord_check.verify_data_checksums and write it again"
+            % (flag, inputs if isinstance(inputs, str) else ",".join(inputs),
+               message[0] if message else "bad CRC")) from None
+
+
+def _run_in_output_dir(job, recipe, pipeline, config, strategy):
     output_dir = job.output_dir
     tf.io.gfile.makedirs(output_dir)
     config_path = os.path.join(output_dir, recipe.family.config_file_name)
@@ -210,8 +249,6 @@ def run(job):
         if job.eval_input_file:
             pipeline.check_inputs(eval_inputs)
 
-    strategy = _strategy(job)
-
     def init_fn(model):
         if job.init_checkpoint:
             # Google TF1 checkpoints, this project's, or HF safetensors; a
@@ -223,7 +260,10 @@ def run(job):
         strategy,
         model_fn=lambda: recipe.build_model(config),
         optimizer_fn=lambda: optimization.create_optimizer(
-            job.learning_rate, job.num_train_steps, job.num_warmup_steps,
+            # An evaluation-only run still builds the optimizer (its slots
+            # are in the checkpoint) but never steps it.
+            job.learning_rate, job.num_train_steps if job.do_train else max(
+                1, job.num_train_steps), job.num_warmup_steps,
             optimizer_type=job.optimizer,
             gradient_accumulation_steps=job.gradient_accumulation_steps,
             jit_update=job.xla_optimizer_update),
@@ -232,14 +272,17 @@ def run(job):
         save_checkpoints_steps=job.save_checkpoints_steps,
         keep_checkpoint_max=job.keep_checkpoint_max, log_steps=job.log_steps,
         gradient_accumulation_steps=job.gradient_accumulation_steps,
-        use_xla=job.use_xla, init_fn=init_fn)
+        use_xla=job.use_xla, init_fn=init_fn, nan_policy=job.nan_policy)
 
     if job.do_train:
-        trainer.train(pipeline.input_fn(train_inputs, True, job.train_batch_size))
+        with _naming_damaged_input("--input_file", train_inputs):
+            trainer.train(pipeline.input_fn(train_inputs, True, job.train_batch_size))
     results = {}
     if job.do_eval:
-        results = trainer.evaluate(pipeline.input_fn(eval_inputs, False, job.eval_batch_size),
-                                   job.max_eval_steps)
+        with _naming_damaged_input("--eval_input_file" if job.eval_input_file
+                                   else "--input_file", eval_inputs):
+            results = trainer.evaluate(
+                pipeline.input_fn(eval_inputs, False, job.eval_batch_size), job.max_eval_steps)
         model = trainer.model
         results.update(baselines(model, pipeline, train_inputs, eval_inputs,
                                  job.max_eval_steps * job.eval_batch_size,

@@ -22,6 +22,7 @@ import shutil
 
 import tensorflow as tf
 
+from data import atomic
 from data import packing
 from data import tokenization
 from data.tokenizers.wordpiece import GraphTokenizer
@@ -101,12 +102,16 @@ def export_text_model(model, export_dir, vocab_file, do_lower_case, max_seq_leng
     """
     server = TextModelServer(model, vocab_file, do_lower_case, max_seq_length, output_fn)
     export_dir = os.path.abspath(export_dir)
-    tmp = export_dir + ".tmp-export"
-    if tf.io.gfile.exists(tmp):
-        tf.io.gfile.rmtree(tmp)
-    tf.saved_model.save(server, tmp, signatures={
-        "serving_default": server.serve, "serving_pair": server.serve_pair})
-    if tf.io.gfile.exists(export_dir):
-        shutil.rmtree(export_dir)
-    os.replace(tmp, export_dir)
+    parent = os.path.dirname(export_dir)
+    os.makedirs(parent, exist_ok=True)
+    atomic.sweep_stale_temporaries(parent)
+    tmp = atomic.temporary_name(export_dir)
+    try:
+        tf.saved_model.save(server, tmp, signatures={
+            "serving_default": server.serve, "serving_pair": server.serve_pair})
+        if tf.io.gfile.exists(export_dir):
+            shutil.rmtree(export_dir)
+        atomic.commit(tmp, export_dir)
+    finally:
+        atomic.discard(tmp)
     return server

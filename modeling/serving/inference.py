@@ -13,13 +13,75 @@ input, every token with the activations of the requested layers.
 
 Both pack their inputs with `data.packing` (``text_a ||| text_b`` is a pair),
 the rules the fine-tuning data and the exported SavedModels use.
+
+What the scripts around them check first: `check_vocab_fits` (the vocabulary
+file is the model's), `read_input_lines` (an input file of UTF-8 text, with
+file, line and column of a bad byte).
 """
 
 import numpy as np
 import tensorflow as tf
 
+from data import corpus
 from data import packing
 from data import tokenization
+
+
+def check_vocab_fits(num_vocab_tokens, config_vocab_size, vocab_file, config_file=None):
+    """Raises `tokenization.VocabError` unless the vocabulary has exactly vocab_size tokens.
+
+    A vocabulary with fewer tokens than the model's ``vocab_size`` is not an
+    error TensorFlow sees: its ids all index the embedding table, but the
+    rows of another vocabulary, so features (extract_features) belong to
+    other tokens and fill-mask predictions name other tokens (or ids the
+    file does not have). More tokens give ids past the table, which the CPU
+    refuses mid-run and a GPU silently reads as zeros. Hence the rule
+    `run/predict_masked.py` has always applied: exactly as many tokens as
+    ``vocab_size``.
+
+    Args:
+      num_vocab_tokens: tokens in the vocabulary file (``len(tokenizer.vocab)``).
+      config_vocab_size: the model config's ``vocab_size``.
+      vocab_file: the vocabulary's path (``--vocab_file``), for the message.
+      config_file: the config's path (``--bert_config_file``), or None.
+    """
+    if num_vocab_tokens != config_vocab_size:
+        raise tokenization.VocabError(
+            "--vocab_file=%s has %d tokens but %s says vocab_size=%d; expected the "
+            "vocabulary of this model (exactly vocab_size tokens)"
+            % (vocab_file, num_vocab_tokens,
+               "--bert_config_file=%s" % config_file if config_file else "the model config",
+               config_vocab_size))
+
+
+def read_input_lines(path, skip_blank=False):
+    """The lines of a UTF-8 text file, without their line ends.
+
+    Args:
+      path: the file (local, or remote through `tf.io.gfile`).
+      skip_blank: leave out blank lines (fill-mask); by default every line
+        is kept, so an output's index is the input's line number - 1 (as in
+        Google's extract_features).
+
+    Raises:
+      ValueError ``"FILE:LINE: not valid UTF-8 (byte 0x.. at column N)"``.
+    """
+    lines = []
+    with corpus.open_file(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ValueError("%s:%d: not valid UTF-8 (byte 0x%02x at column %d); "
+                                 "expected UTF-8 text, one input per line"
+                                 % (path, lineno, raw[e.start], e.start + 1)) from None
+            if lineno == 1:
+                text = text.lstrip("\ufeff")
+            text = text.rstrip("\n").rstrip("\r")
+            if skip_blank and not text.strip():
+                continue
+            lines.append(text)
+    return lines
 
 
 def tokenize_with_masks(tokenizer, text):
@@ -45,6 +107,29 @@ def _batch_features(token_lists, segment_lists, tokenizer, max_seq_length):
     return {name: tf.constant(value) for name, value in features.items()}
 
 
+def _check_masks_kept(index, text, tokens_a, tokens_b, segment_ids, max_seq_length):
+    """Raises ValueError when truncation to `max_seq_length` cut off a [MASK].
+
+    `packing.pack` truncates at the ends (of the longer segment of a pair), so
+    segment A keeps its first ``count(0) - 2`` tokens ([CLS], [SEP] aside)
+    and B its first ``count(1) - 1``. Word pieces are counted as in the
+    untruncated ``[CLS] A [SEP] B [SEP]`` ([CLS] is 0).
+    """
+    kept_a = segment_ids.count(0) - 2
+    cut = [1 + i for i in range(kept_a, len(tokens_a))
+           if tokens_a[i] == tokenization.MASK_TOKEN]
+    if tokens_b:
+        kept_b = segment_ids.count(1) - 1
+        cut += [len(tokens_a) + 2 + j for j in range(kept_b, len(tokens_b))
+                if tokens_b[j] == tokenization.MASK_TOKEN]
+    if cut:
+        shown = text if len(text) <= 60 else text[:57] + "..."
+        raise ValueError("text %d (%r): the [MASK] at word piece %d is beyond "
+                         "--max_seq_length=%d; expected every [MASK] within the first "
+                         "max_seq_length word pieces (shorten the text or raise "
+                         "--max_seq_length)" % (index + 1, shown, min(cut), max_seq_length))
+
+
 def fill_mask(pretrainer, tokenizer, texts, top_k=5, max_seq_length=128):
     """Top-k vocabulary predictions at every ``[MASK]`` of each text.
 
@@ -53,21 +138,30 @@ def fill_mask(pretrainer, tokenizer, texts, top_k=5, max_seq_length=128):
       tokenizer: a `FullTokenizer` of the model's vocabulary.
       texts: strings holding one or more literal ``[MASK]``; a ``|||``
         separates a second segment (``text_a ||| text_b``).
-      top_k: predictions per mask.
+      top_k: predictions per mask (>= 1).
+      max_seq_length: word pieces per text, special tokens included.
+
+    Raises:
+      ValueError when `top_k` < 1, or when truncation to `max_seq_length`
+      would drop a ``[MASK]`` (a text without any ``[MASK]`` just gets no
+      predictions).
 
     Returns:
       one dict per text: ``{"text", "tokens", "masks": [{"position",
       "predictions": [{"token", "probability"}]}]}``; `position` indexes
       `tokens` ([CLS] is 0).
     """
+    if top_k < 1:
+        raise ValueError("--top_k=%r: expected at least 1 prediction per [MASK]" % (top_k,))
     head = pretrainer.get_objective("masked_lm").head
     encoder = pretrainer.encoder
     results = []
-    for text in texts:
+    for index, text in enumerate(texts):
         text_a, _, text_b = text.partition("|||")
-        tokens, segment_ids = packing.pack(tokenize_with_masks(tokenizer, text_a.strip()),
-                                           tokenize_with_masks(tokenizer, text_b.strip())
-                                           if text_b else None, max_seq_length)
+        tokens_a = tokenize_with_masks(tokenizer, text_a.strip())
+        tokens_b = tokenize_with_masks(tokenizer, text_b.strip()) if text_b else None
+        tokens, segment_ids = packing.pack(tokens_a, tokens_b, max_seq_length)
+        _check_masks_kept(index, text, tokens_a, tokens_b, segment_ids, max_seq_length)
         positions = [i for i, t in enumerate(tokens) if t == tokenization.MASK_TOKEN]
         entry = {"text": text, "tokens": tokens, "masks": []}
         if positions:

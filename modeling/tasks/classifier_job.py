@@ -33,6 +33,7 @@ prints it as ``run_classifier: error: ...``.
 The task is registered as ``registry.tasks.get("classification")``.
 """
 
+import contextlib
 import dataclasses
 import os
 from typing import Any, List, Optional
@@ -42,6 +43,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from data import atomic
 from data import processors as processors_lib
 from data import tokenization
 from modeling import checkpoints
@@ -51,6 +53,8 @@ from modeling.tasks import FineTuningTask
 from modeling.tasks import classification as classifier_lib
 from modeling.training import distribute
 from modeling.training import optimization
+from modeling.training import run_lock
+from modeling.training import validation
 from modeling.training import trainer as trainer_lib
 
 __all__ = ["ClassifierJob", "ClassifierJobError", "ClassifierResult", "build_processor",
@@ -128,6 +132,7 @@ class ClassifierJob:
     gradient_accumulation_steps: int = 1
     keep_checkpoint_max: int = 5
     log_steps: int = 100
+    nan_policy: str = "stop"
     # Serving and randomness.
     export_dir: Optional[str] = None
     seed: Optional[int] = None
@@ -223,6 +228,15 @@ def _check_job(job):
                  "gradient_accumulation_steps"):
         if getattr(job, name) < 1:
             raise ClassifierJobError("--%s must be positive." % name)
+    validation.validate_training_values(
+        job.do_train, learning_rate=job.learning_rate,
+        save_checkpoints_steps=job.save_checkpoints_steps,
+        keep_checkpoint_max=job.keep_checkpoint_max, log_steps=job.log_steps,
+        num_train_epochs=job.num_train_epochs if job.do_train else None,
+        warmup_proportion=job.warmup_proportion, do_eval=job.do_eval)
+    if job.nan_policy not in trainer_lib.NAN_POLICIES:
+        raise ClassifierJobError("--nan_policy=%s: expected one of %s"
+                                 % (job.nan_policy, ", ".join(trainer_lib.NAN_POLICIES)))
     return bert_config
 
 
@@ -278,11 +292,8 @@ def _write_summaries(model_dir, step, values):
 
 def _write_test_results(path, rows):
     """Google's test_results.tsv: one tab-separated row per example (atomic)."""
-    tmp = path + ".tmp"
-    with tf.io.gfile.GFile(tmp, "w") as writer:
-        for row in rows:
-            writer.write("\t".join(str(value) for value in row) + "\n")
-    tf.io.gfile.rename(tmp, path, overwrite=True)
+    atomic.write_text(path, "".join("\t".join(str(value) for value in row) + "\n"
+                                    for row in rows))
 
 
 def _output_name(task_type):
@@ -308,6 +319,15 @@ def run(job):
                                        job.tpu, job.all_reduce_alg)
     logging.info("Strategy: %s with %d replica(s)", type(strategy).__name__,
                  strategy.num_replicas_in_sync)
+    # One run per output directory; what a killed run left is swept.
+    with (run_lock.OutputDirLock(job.output_dir) if distribute.is_chief(strategy)
+          else contextlib.nullcontext()):
+        return _run_in_output_dir(job, bert_config, processor, task_type, tokenizer,
+                                  label_list, num_labels, eval_metrics, strategy)
+
+
+def _run_in_output_dir(job, bert_config, processor, task_type, tokenizer, label_list,
+                       num_labels, eval_metrics, strategy):
     output_dir = job.output_dir
     tf.io.gfile.makedirs(output_dir)
     seq = job.max_seq_length
@@ -385,7 +405,7 @@ def run(job):
         num_train_steps=num_train_steps, save_checkpoints_steps=job.save_checkpoints_steps,
         keep_checkpoint_max=job.keep_checkpoint_max, log_steps=job.log_steps,
         gradient_accumulation_steps=job.gradient_accumulation_steps,
-        use_xla=job.use_xla, init_fn=init_fn)
+        use_xla=job.use_xla, init_fn=init_fn, nan_policy=job.nan_policy)
 
     def input_fn(path, batch_size, is_training):
         # Eval and predict sets are padded to whole batches: every batch is

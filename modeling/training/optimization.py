@@ -87,6 +87,7 @@ bfloat16 needs no loss scaling. This module needs the TensorFlow backend.
 """
 
 import functools
+import math
 import re
 
 import keras
@@ -117,8 +118,16 @@ class LinearWarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
     """
 
     def __init__(self, peak_learning_rate, num_train_steps, num_warmup_steps=0):
+        try:
+            peak = float(peak_learning_rate)
+        except (TypeError, ValueError):
+            peak = None
+        if peak is None or not (math.isfinite(peak) and peak >= 0):
+            raise ValueError("learning rate (--learning_rate) must be a finite number >= 0, "
+                             f"got {peak_learning_rate}.")
         if num_train_steps <= 0:
-            raise ValueError(f"num_train_steps must be positive, got {num_train_steps}.")
+            raise ValueError("num_train_steps (--num_train_steps) must be positive, got "
+                             f"{num_train_steps}.")
         if num_warmup_steps < 0:
             raise ValueError(f"num_warmup_steps must be >= 0, got {num_warmup_steps}.")
         self.peak_learning_rate = peak_learning_rate
@@ -214,10 +223,24 @@ class _BertOptimizer(keras.optimizers.Optimizer):
                 trainable=False,
                 aggregation="only_first_replica",
             )
+            # Updates skipped because the gradient was NaN or infinite
+            # (the weights and moments stay as they were).
+            self._nonfinite_updates = keras.Variable(
+                0,
+                name="nonfinite_updates",
+                dtype="int",
+                trainable=False,
+                aggregation="only_first_replica",
+            )
     @property
     def gradient_norm(self):
         """Global norm of the last update's gradient, before clipping."""
         return self._gradient_norm
+
+    @property
+    def nonfinite_updates(self):
+        """Updates skipped so far because the gradient was NaN or infinite."""
+        return self._nonfinite_updates
 
     @property
     def micro_steps(self):
@@ -370,13 +393,32 @@ class _BertOptimizer(keras.optimizers.Optimizer):
         """Runs in cross-replica context: the state changes of one call."""
         indices = [self._get_variable_index(v) for v in variables]
 
-        def update():
+        # Every replica holds the same norm (the gradients are all-reduced
+        # before it is taken); in cross-replica context read the first.
+        local_norm = strategy.experimental_local_results(norm)[0]
+        finite = tf.math.is_finite(local_norm)
+
+        def apply_update():
             for grad, var, index in zip(final_grads, variables, indices):
                 slots = [_tf_variable(s) for s in self._slots(index)]
                 strategy.extended.update(
                     _tf_variable(var), self._update_fn(index),
                     args=(*slots, grad, learning_rate), group=False,
                 )
+            return tf.constant(True)
+
+        def skip_update():
+            # A NaN or infinite gradient would poison every weight and
+            # moment: leave them as they are and count the skip (the
+            # trainer's nan_policy decides whether to go on).
+            strategy.extended.update(
+                _tf_variable(self._nonfinite_updates), lambda v: v.assign_add(1),
+                group=False,
+            )
+            return tf.constant(False)
+
+        def update():
+            tf.cond(finite, apply_update, skip_update)
             strategy.extended.update(
                 _tf_variable(self._gradient_norm), lambda v, n: v.assign(n),
                 args=(norm,), group=False,

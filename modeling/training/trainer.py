@@ -19,6 +19,12 @@ Objectives only contribute losses and metrics; everything else lives here:
   killed at any moment restarts from its last checkpoint with identical
   state, and skips the batches it already trained on (with a seeded input
   pipeline, it then sees exactly the batches an uninterrupted run would);
+* a NaN or infinite gradient never reaches the weights (the optimizer skips
+  that update); with ``nan_policy="stop"`` (the default) training then
+  stops with `NonFiniteLossError`, the last checkpoint being the last good
+  state; with ``"skip"`` it goes on and counts the skipped updates;
+* SIGTERM (after `data.termination.install()`, as every run script does)
+  finishes the current step, saves a checkpoint and exits;
 * TensorBoard scalars (every metric, learning rate, gradient norm,
   examples/sec) under ``model_dir/train`` and ``model_dir/eval``;
 * a progress line with steps/sec and the time left.
@@ -33,7 +39,15 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from data import atomic
+from data import termination
 from modeling.training import distribute
+
+NAN_POLICIES = ("stop", "skip")
+
+
+class NonFiniteLossError(ValueError):
+    """The loss or its gradient became NaN or infinite (nan_policy="stop")."""
 
 
 def _as_int(variable):
@@ -100,12 +114,20 @@ class Trainer(object):
       loss_scale: dynamic loss scaling (wraps the optimizer in Keras's
         `LossScaleOptimizer`); None: on when the global dtype policy is
         mixed_float16 (bfloat16 needs none).
+      nan_policy: "stop" (raise `NonFiniteLossError` at the first update
+        whose gradient is NaN or infinite; that update is not applied and
+        no checkpoint is written) or "skip" (skip such updates and go on).
     """
 
     def __init__(self, strategy, model_fn, optimizer_fn, model_dir, train_batch_size,
                  num_train_steps, save_checkpoints_steps=1000, keep_checkpoint_max=5,
                  log_steps=100, gradient_accumulation_steps=1, use_xla=False,
-                 init_fn=None, checkpoint_data_position=True, loss_scale=None):
+                 init_fn=None, checkpoint_data_position=True, loss_scale=None,
+                 nan_policy="stop"):
+        if nan_policy not in NAN_POLICIES:
+            raise ValueError("nan_policy (--nan_policy) must be one of %s, got %r"
+                             % (", ".join(NAN_POLICIES), nan_policy))
+        self.nan_policy = nan_policy
         self.strategy = strategy
         self.model_dir = model_dir
         self.train_batch_size = train_batch_size
@@ -216,8 +238,19 @@ class Trainer(object):
         return os.path.join(self.model_dir, ".worker_tmp",
                             "%s_%d" % (resolver.task_type, resolver.task_id))
 
+    def _rng_states(self):
+        """The state variables of the model's random generators (dropout).
+
+        Keras keeps them in `SeedGenerator` objects, which TensorFlow's
+        checkpoint tracking does not see; without them a resumed run would
+        replay the dropout masks of its first steps.
+        """
+        return [v for v in self.model.variables
+                if v.name.endswith("seed_generator_state")]
+
     def _make_manager(self):
-        checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer)
+        checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer,
+                                         random_states=self._rng_states())
         manager = tf.train.CheckpointManager(
             checkpoint, directory=self._checkpoint_dir(),
             max_to_keep=self.keep_checkpoint_max, checkpoint_name="ckpt",
@@ -270,18 +303,33 @@ class Trainer(object):
         writer = (tf.summary.create_file_writer(os.path.join(self.model_dir, "train"))
                   if self.is_chief else tf.summary.create_noop_writer())
         step = _as_int(self.global_step)
+        if step >= self.num_train_steps:
+            logging.info("Already trained to step %d (num_train_steps=%d).",
+                         step, self.num_train_steps)
+        nonfinite_counter = getattr(self._base_optimizer, "nonfinite_updates", None)
+        nonfinite = _as_int(nonfinite_counter) if nonfinite_counter is not None else 0
+        with termination.graceful():
+            last = self._train_loop(iterator, checkpoint, manager, writer, step, nonfinite)
+        writer.flush()
+        return last
+
+    def _train_loop(self, iterator, checkpoint, manager, writer, step, nonfinite):
+        del checkpoint  # saved through the manager
         start_step = step
         totals = MetricTotals()
         window_start = time.time()
         window_step = step
         run_start = time.time()
         last = {}
-        if step >= self.num_train_steps:
-            logging.info("Already trained to step %d (num_train_steps=%d).",
-                         step, self.num_train_steps)
+        nonfinite_counter = getattr(self._base_optimizer, "nonfinite_updates", None)
         while step < self.num_train_steps:
             metrics = self._train_step(iterator)
             step = _as_int(self.global_step)
+            if nonfinite_counter is not None:
+                count = _as_int(nonfinite_counter)
+                if count > nonfinite:
+                    self._on_nonfinite(step, count - nonfinite, count, metrics)
+                    nonfinite = count
             totals.add(metrics)
             if step % self.log_steps == 0 or step == self.num_train_steps:
                 now = time.time()
@@ -308,12 +356,37 @@ class Trainer(object):
                 self.history.append((step, dict(last)))
                 totals.reset()
                 window_start, window_step = time.time(), step
+            path = None
             if step % self.save_checkpoints_steps == 0 or step == self.num_train_steps:
                 path = manager.save(checkpoint_number=step)
                 if self.is_chief:
                     logging.info("Saved checkpoint %s", path)
-        writer.flush()
+            if termination.requested():
+                if path is None:
+                    path = manager.save(checkpoint_number=step)
+                writer.flush()
+                raise termination.Terminated(
+                    "terminated by SIGTERM at step %d; saved %s (run the same command "
+                    "again to resume)" % (step, path))
         return last
+
+    def _on_nonfinite(self, step, new, total, metrics):
+        loss = metrics.get("loss") if isinstance(metrics, dict) else None
+        loss_text = ""
+        if loss is not None:
+            value = float(loss[0]) / max(float(loss[1]), 1e-9)
+            loss_text = " (loss %s)" % value
+        if self.nan_policy == "skip":
+            logging.warning("step %d: %d update(s) skipped because the gradient was NaN or "
+                            "infinite%s; %d skipped so far (--nan_policy=skip).",
+                            step, new, loss_text, total)
+            return
+        latest = self.latest_checkpoint()
+        raise NonFiniteLossError(
+            "step %d: the loss or its gradient became NaN or infinite%s; training stopped "
+            "without applying that update. Last good checkpoint: %s. Lower "
+            "--learning_rate, check the input data, or pass --nan_policy=skip to skip "
+            "such updates" % (step, loss_text, latest or "none (nothing was saved yet)"))
 
     def _skipping_input_fn(self, input_fn, consumed_steps):
         """Wraps `input_fn` to skip what `consumed_steps` micro-steps read.
@@ -466,8 +539,5 @@ class Trainer(object):
 
 def write_eval_results(results, path):
     """Writes ``key = value`` lines sorted by key, as Google's scripts do (atomically)."""
-    tmp = path + ".tmp"
-    with tf.io.gfile.GFile(tmp, "w") as writer:
-        for key in sorted(results):
-            writer.write("%s = %s\n" % (key, str(results[key])))
-    tf.io.gfile.rename(tmp, path, overwrite=True)
+    atomic.write_text(path, "".join("%s = %s\n" % (key, str(results[key]))
+                                    for key in sorted(results)))

@@ -13,6 +13,7 @@ import os
 from absl import logging
 
 from data import input_pipeline
+from data import tfrecord_check
 from data import tokenization
 from data.pretraining import instances
 from data.pretraining import writer
@@ -59,6 +60,32 @@ class StaticMaskedPipeline(Pipeline):
                 logging.info("Built %s: %d instances", path, summary.instances)
             outputs.append(path)
         return outputs[0], outputs[1]
+
+    # The flag that sets each feature's length, for messages.
+    _LENGTH_FLAGS = {
+        "input_ids": "--max_seq_length", "input_mask": "--max_seq_length",
+        "segment_ids": "--max_seq_length",
+        "masked_lm_positions": "--max_predictions_per_seq",
+        "masked_lm_ids": "--max_predictions_per_seq",
+        "masked_lm_weights": "--max_predictions_per_seq",
+    }
+
+    def expected_features(self):
+        """What each record must hold (`tfrecord_check`): the features, lengths
+        and kinds that `input_fn` parses with this run's flags."""
+        spec = input_pipeline.pretraining_feature_spec(
+            self.options.max_seq_length, self.options.max_predictions_per_seq)
+        return {name: (int(feature.shape[0]), self._LENGTH_FLAGS.get(name),
+                       "float" if feature.dtype.is_floating else "int64")
+                for name, feature in spec.items()}
+
+    def check_inputs(self, inputs):
+        """The patterns match files, and every file is a whole TFRecord file
+        whose first example has the features and lengths of this run's
+        `--max_seq_length` / `--max_predictions_per_seq` (one line naming the
+        file otherwise; all files empty is an error)."""
+        super().check_inputs(inputs)
+        tfrecord_check.verify_tfrecord_files(inputs, self.expected_features())
 
     def input_fn(self, inputs, is_training, batch_size):
         options = self.options

@@ -1,0 +1,184 @@
+"""What every script in `run/` does around its `main`: a quiet start, one-line errors, SIGTERM.
+
+Import this module FIRST (before anything that imports TensorFlow)::
+
+    import script                      # quiet TensorFlow start
+    ...
+    if __name__ == "__main__":
+        script.run(main, required_flags=["input_file"])
+
+* **Quiet start.** On a CPU machine TensorFlow prints half a dozen C++ lines
+  while it loads ("failed call to cuInit: ... CUDA error", "oneDNN custom
+  operations are on", "Could not find cuda drivers", "This TensorFlow binary
+  is optimized to use ...") that read like failures. They are printed before
+  TensorFlow's log level applies, so this module holds standard error while
+  TensorFlow loads and finds its devices, and then passes on every line that
+  is not one of these known start-up notices. C++ INFO lines are hidden
+  afterwards (``TF_CPP_MIN_LOG_LEVEL=1``). Nothing is hidden when the user
+  sets ``TF_CPP_MIN_LOG_LEVEL`` or passes ``--verbosity`` / ``-v``.
+* **One-line errors.** Bad input of any kind (the library raises
+  `ValueError` subclasses naming the file, line, flag or field), a missing
+  or unreadable file (`OSError`), a corrupt input file TensorFlow rejects
+  (`tf.errors.OpError`), a registry miss: ``<script>: error: <message>``
+  on one line, exit status 1. `--verbosity=1` re-raises, for the traceback.
+* **SIGTERM** (`timeout`, schedulers) ends the run as an exception, so
+  every temporary file is removed; a training loop first saves a checkpoint
+  (`data.termination`). Exit status 143; Ctrl-C gives 130.
+"""
+
+import os
+import re
+import sys
+import tempfile
+
+__all__ = ["one_line", "run"]
+
+# TensorFlow's start-up notices on machines without a GPU, or with the
+# usual duplicate-registration warnings of GPU builds.
+_NOISE = re.compile("|".join([
+    r"All log messages before absl::InitializeLog\(\) is called are written to STDERR",
+    r"port\.cc:\d+\] oneDNN custom operations are on",
+    r"cudart_stub\.cc:\d+\] Could not find cuda drivers",
+    r"cpu_feature_guard\.cc:\d+\] This TensorFlow binary is optimized",
+    r"^To enable the following instructions: .* rebuild TensorFlow",
+    r"failed call to cuInit",
+    r"Unable to register cu(DNN|FFT|BLAS) factory",
+    r"computation placer already registered",
+    r"TF-TRT Warning: Could not find TensorRT",
+    r"Attempting to register factory for plugin cu(DNN|FFT|BLAS)",
+]))
+
+
+def _wants_verbose(argv, environ):
+    if "TF_CPP_MIN_LOG_LEVEL" in environ:
+        return True
+    for arg in argv[1:]:
+        if arg == "--":
+            break
+        if arg.startswith("--verbosity") or arg == "-v" or arg.startswith("-v="):
+            return True
+    return False
+
+
+def _quiet_tensorflow_start():
+    """Imports TensorFlow and finds its devices with the start-up notices filtered out."""
+    if _wants_verbose(sys.argv, os.environ):
+        return
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "1"
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):
+        return
+    capture = tempfile.TemporaryFile()
+    try:
+        os.dup2(capture.fileno(), 2)
+        try:
+            import tensorflow as tf  # pylint: disable=g-import-not-at-top
+            tf.config.list_physical_devices()
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+    finally:
+        capture.seek(0)
+        text = capture.read().decode("utf-8", errors="replace")
+        capture.close()
+        for line in text.splitlines():
+            if line.strip() and not _NOISE.search(line):
+                sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+
+# SIGTERM during the imports already ends the process in an orderly way.
+from data import termination  # pylint: disable=g-import-not-at-top,wrong-import-position
+termination.install()
+
+_quiet_tensorflow_start()
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from absl import app
+from absl import flags
+from absl import logging
+import tensorflow as tf
+
+from modeling import registry
+
+
+def _first_line(text):
+    lines = [line.strip() for line in str(text).strip().splitlines() if line.strip()]
+    return lines[0] if lines else ""
+
+
+def one_line(error):
+    """The message of `error` on one line, with the file name where there is one."""
+    if isinstance(error, tf.errors.OpError):
+        message = _first_line(error.message)
+        # Graph-node decorations add nothing for the user.
+        message = re.sub(r"\s*\[\[\{\{node [^}]*\}\}\]\].*$", "", message)
+        return "%s (%s)" % (message, type(error).__name__)
+    if isinstance(error, OSError) and error.filename and error.strerror:
+        text = "%s: %s" % (error.filename, error.strerror)
+        if error.filename2:
+            text += " (%s)" % error.filename2
+        return text
+    if isinstance(error, RecursionError):
+        return "input nested too deeply to read (%s)" % _first_line(error)
+    if isinstance(error, MemoryError):
+        return "out of memory%s" % (": " + _first_line(error) if str(error) else "")
+    if isinstance(error, KeyError) and len(error.args) == 1:
+        return _first_line(error.args[0])
+    return " ".join(line.strip() for line in str(error).strip().splitlines() if line.strip())
+
+
+# What bad input or a bad environment raises; anything else is a bug and
+# keeps its traceback.
+USER_ERRORS = (ValueError, OSError, tf.errors.OpError, registry.RegistryError,
+               RecursionError, MemoryError)
+
+
+def _script_name():
+    return os.path.splitext(os.path.basename(sys.argv[0] or "script"))[0]
+
+
+def _wrap(main):
+    def wrapped(argv):
+        name = _script_name()
+        try:
+            main(argv)
+        except termination.Terminated as e:
+            sys.stdout.flush()
+            print("%s: %s" % (name, e), file=sys.stderr)
+            sys.exit(termination.EXIT_STATUS)
+        except KeyboardInterrupt:
+            sys.stdout.flush()
+            print("%s: interrupted" % name, file=sys.stderr)
+            sys.exit(130)
+        except USER_ERRORS as e:
+            if logging.get_verbosity() >= logging.DEBUG:
+                raise
+            sys.stdout.flush()
+            print("%s: error: %s" % (name, one_line(e)), file=sys.stderr)
+            sys.exit(1)
+    return wrapped
+
+
+def _parse_flags(argv):
+    # absl's own parse errors are two lines and a usage hint; one line here.
+    try:
+        return flags.FLAGS(argv)
+    except flags.Error as e:
+        print("%s: error: %s" % (_script_name(), _first_line(e)), file=sys.stderr)
+        sys.exit(2)
+
+
+def run(main, required_flags=()):
+    """`absl.app.run(main)` with one-line errors, SIGTERM handling and required flags.
+
+    Exit status: 0 done, 1 bad input or environment (one line on standard
+    error), 2 bad flags, 130 Ctrl-C, 143 SIGTERM.
+    """
+    termination.install()
+    if required_flags:
+        flags.mark_flags_as_required(list(required_flags))
+    app.run(_wrap(main), flags_parser=_parse_flags)

@@ -1,0 +1,295 @@
+"""Nothing lost, nothing half-written: atomic outputs, the run lock, SIGTERM, NaN policy."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import types
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from data import atomic
+from data import termination
+from modeling.training import optimization
+from modeling.training import run_lock
+from modeling.training import trainer as trainer_lib
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _dead_pid():
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def _listing(directory):
+    return sorted(os.listdir(directory))
+
+
+# ------------------------------------------------------------------ atomic
+
+
+def test_atomic_output_leaves_the_old_file_on_error(tmp_path):
+    target = tmp_path / "out.txt"
+    target.write_text("old\n")
+    with pytest.raises(RuntimeError):
+        with atomic.atomic_output(str(target)) as f:
+            f.write("half of the new")
+            raise RuntimeError("boom")
+    assert target.read_text() == "old\n"
+    assert _listing(tmp_path) == ["out.txt"]
+    assert atomic.live_temporaries() == []
+
+
+def test_atomic_output_replaces_with_ordinary_permissions(tmp_path):
+    target = tmp_path / "out.txt"
+    atomic.write_text(str(target), "new\n")
+    assert target.read_text() == "new\n"
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (os.stat(target).st_mode & 0o777) == (0o666 & ~umask)
+    assert _listing(tmp_path) == ["out.txt"]
+
+
+def test_temporary_outputs_commit_all_or_nothing(tmp_path):
+    paths = [str(tmp_path / "a"), str(tmp_path / "b")]
+    outputs = atomic.TemporaryOutputs(paths)
+    for temp in outputs.temporaries:
+        with open(temp, "w") as f:
+            f.write("x")
+    assert sorted(os.path.basename(p) for p in os.listdir(tmp_path)) == sorted(
+        os.path.basename(t) for t in outputs.temporaries)
+    outputs.discard()
+    assert _listing(tmp_path) == []
+    outputs = atomic.TemporaryOutputs(paths)
+    for temp in outputs.temporaries:
+        with open(temp, "w") as f:
+            f.write("y")
+    outputs.commit()
+    outputs.discard()  # a no-op after commit
+    assert _listing(tmp_path) == ["a", "b"]
+
+
+def test_temporaries_are_removed_when_the_process_gets_sigterm(tmp_path):
+    """A child writing through `atomic` is sent SIGTERM mid-write: no temporary stays."""
+    code = textwrap.dedent("""
+        import sys, time
+        sys.path.insert(0, %r)
+        from data import atomic, termination
+        termination.install()
+        with atomic.atomic_output(%r) as f:
+            f.write("partial")
+            f.flush()
+            print("writing", flush=True)
+            time.sleep(60)
+    """ % (REPO_ROOT, str(tmp_path / "out.txt")))
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "writing"
+    assert any(".tmp-" in name for name in os.listdir(tmp_path))
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == termination.EXIT_STATUS
+    assert _listing(tmp_path) == []
+
+
+def test_sweep_removes_only_temporaries_of_dead_processes(tmp_path):
+    host = atomic._host()  # pylint: disable=protected-access
+    dead = ".data.tfrecord.tmp-%s-%d-abcdef" % (host, _dead_pid())
+    live = ".data.tfrecord.tmp-%s-%d-abcdef" % (host, os.getppid())
+    other_host = ".data.tfrecord.tmp-elsewhere-%d-abcdef" % _dead_pid()
+    shard = ".model.ckpt.tmp-%s-%d-0a1b2c.index" % (host, _dead_pid())
+    user_file = "notes.tmp-123"
+    for name in (dead, live, other_host, shard, user_file):
+        (tmp_path / name).write_text("x")
+    removed = atomic.sweep_stale_temporaries(str(tmp_path))
+    assert sorted(os.path.basename(p) for p in removed) == sorted([dead, shard])
+    assert _listing(tmp_path) == sorted([live, other_host, user_file])
+
+
+def test_check_outputs_refuses_an_input_or_a_repeated_output(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("text\n")
+    link = tmp_path / "link.txt"
+    os.symlink(corpus, link)
+    with pytest.raises(atomic.OutputConflictError, match="--output_file=.*also an input "
+                                                         r"\(--input_file\)"):
+        atomic.check_outputs([("--output_file", str(link))], [("--input_file", str(corpus))])
+    with pytest.raises(atomic.OutputConflictError, match="twice"):
+        atomic.check_outputs([("--output_file", str(tmp_path / "a")),
+                              ("--output_file", str(tmp_path / "." / "a"))])
+    atomic.check_outputs([("--output_file", str(tmp_path / "new"))],
+                         [("--input_file", str(corpus))])
+    assert corpus.read_text() == "text\n"
+
+
+# -------------------------------------------------------------------- lock
+
+
+def _write_lock(directory, pid, host=None):
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, run_lock.LOCK_NAME), "w") as f:
+        json.dump({"pid": pid, "host": host or socket.gethostname(),
+                   "started": "2026-01-01T00:00:00", "command": "run_pretraining.py"}, f)
+
+
+def test_lock_refused_while_the_owner_lives_and_taken_over_after(tmp_path):
+    out = str(tmp_path / "run")
+    _write_lock(out, os.getppid())
+    with pytest.raises(run_lock.RunLockError, match=r"in use by another run \(pid %d"
+                       % os.getppid()):
+        run_lock.OutputDirLock(out).acquire()
+    _write_lock(out, _dead_pid())
+    lock = run_lock.OutputDirLock(out).acquire()
+    with open(os.path.join(out, run_lock.LOCK_NAME)) as f:
+        assert json.load(f)["pid"] == os.getpid()
+    lock.release()
+    assert _listing(out) == []
+
+
+def test_lock_of_another_host_is_refused_and_says_which_file(tmp_path):
+    out = str(tmp_path / "run")
+    _write_lock(out, 12, host="some-other-host")
+    with pytest.raises(run_lock.RunLockError, match="some-other-host.*delete .*\\.run\\.lock"):
+        run_lock.OutputDirLock(out).acquire()
+
+
+def test_lock_sweeps_what_a_killed_run_left(tmp_path):
+    out = tmp_path / "run"
+    (out / "ckpt-7_temp").mkdir(parents=True)
+    (out / "ckpt-7_temp" / "part-00000-of-00001.data-00000-of-00001").write_text("x")
+    stale = ".eval_results.txt.tmp-%s-%d-abcdef" % (atomic._host(), _dead_pid())  # pylint: disable=protected-access
+    (out / stale).write_text("x")
+    (out / "ckpt-6.index").write_text("kept")
+    with run_lock.OutputDirLock(str(out)):
+        assert _listing(out) == [".run.lock", "ckpt-6.index"]
+    assert _listing(out) == ["ckpt-6.index"]
+
+
+def test_output_dir_that_is_a_file_is_one_clear_error(tmp_path):
+    path = tmp_path / "file"
+    path.write_text("x")
+    with pytest.raises(run_lock.RunLockError, match="is a file, expected a directory"):
+        run_lock.OutputDirLock(str(path)).acquire()
+    assert path.read_text() == "x"
+
+
+# ------------------------------------------------------------- termination
+
+
+def test_sigterm_inside_graceful_is_a_request_outside_an_exception():
+    termination.install()
+    try:
+        # Inside: only a flag, which the loop acts on (here: raises itself).
+        with pytest.raises(termination.Terminated, match="stopping"):
+            with termination.graceful():
+                os.kill(os.getpid(), signal.SIGTERM)
+                assert termination.requested()
+                raise termination.Terminated("stopping")
+        assert not termination.requested()
+        # A block that ends without acting on the request raises at its end.
+        with pytest.raises(termination.Terminated):
+            with termination.graceful():
+                os.kill(os.getpid(), signal.SIGTERM)
+        # Outside: an exception at once.
+        with pytest.raises(termination.Terminated):
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(1000):  # the handler runs between bytecodes
+                pass
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+# -------------------------------------------------------------- NaN policy
+
+
+class Blowup(keras.Model):
+    """A linear regression whose loss becomes NaN from optimizer step `bad_step` on."""
+
+    def __init__(self, bad_step):
+        super().__init__()
+        self.dense = keras.layers.Dense(1, kernel_initializer="ones")
+        self.bad_step = bad_step
+        self.clock = types.SimpleNamespace(step=None)  # the optimizer's iterations
+
+    def call(self, features, training=False):
+        return self.dense(features["x"])
+
+    def compute_loss_and_metrics(self, features, training):
+        error = self(features, training=training)[:, 0] - features["y"]
+        loss = tf.reduce_mean(tf.square(error))
+        poison = tf.where(self.clock.step >= self.bad_step, np.float32(np.nan), np.float32(1.0))
+        loss = loss * poison  # NaN in the loss and in every gradient
+        return loss, {"loss": (loss, tf.constant(1.0))}
+
+
+def _nan_trainer(model_dir, policy, bad_step=3, steps=6):
+    holder = {}
+
+    def model_fn():
+        model = Blowup(bad_step)
+        model(({"x": tf.zeros([1, 2])}))
+        holder["model"] = model
+        return model
+
+    trainer = trainer_lib.Trainer(
+        tf.distribute.OneDeviceStrategy("/cpu:0"), model_fn,
+        lambda: optimization.create_optimizer(0.1, steps, 0),
+        model_dir=str(model_dir), train_batch_size=4, num_train_steps=steps,
+        save_checkpoints_steps=1, log_steps=1, nan_policy=policy)
+    holder["model"].clock.step = trainer.optimizer.iterations
+    return trainer
+
+
+def _nan_input_fn(input_context=None):
+    x = np.random.RandomState(0).randn(64, 2).astype("float32")
+    y = x.sum(axis=1).astype("float32") * 0.5
+    return tf.data.Dataset.from_tensor_slices({"x": x, "y": y}).repeat().batch(4)
+
+
+def test_nan_loss_stops_training_and_keeps_the_last_good_checkpoint(tmp_path):
+    trainer = _nan_trainer(tmp_path, "stop")
+    with pytest.raises(trainer_lib.NonFiniteLossError,
+                       match=r"step 4: the loss or its gradient became NaN.*Last good "
+                             r"checkpoint: .*ckpt-3.*--nan_policy=skip"):
+        trainer.train(_nan_input_fn)
+    assert os.path.basename(tf.train.latest_checkpoint(str(tmp_path))) == "ckpt-3"
+    # The poisoned update was not applied: the weights are finite.
+    assert all(np.isfinite(w).all() for w in trainer.model.get_weights())
+    reader = tf.train.load_checkpoint(str(tmp_path / "ckpt-3"))
+    for name in reader.get_variable_to_shape_map():
+        value = reader.get_tensor(name)
+        if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+            assert np.isfinite(value).all(), name
+
+
+def test_nan_policy_skip_goes_on_without_touching_the_weights(tmp_path):
+    trainer = _nan_trainer(tmp_path / "skip", "skip")
+    trainer.train(_nan_input_fn)
+    assert trainer.current_step() == 6
+    assert int(trainer.optimizer.nonfinite_updates.numpy()) == 3
+    weights = trainer.model.get_weights()
+    assert all(np.isfinite(w).all() for w in weights)
+    assert not np.allclose(weights[0], 1.0)  # steps 1-3 did learn
+    # Steps 4-6 were skipped: the weights are those after step 3, which is
+    # what a "stop" run holds when it stops at step 4.
+    stopped = _nan_trainer(tmp_path / "stop", "stop")
+    with pytest.raises(trainer_lib.NonFiniteLossError):
+        stopped.train(_nan_input_fn)
+    for mine, theirs in zip(weights, stopped.model.get_weights()):
+        np.testing.assert_array_equal(mine, theirs)
+
+
+def test_bad_nan_policy_and_learning_rates_are_named():
+    with pytest.raises(ValueError, match="--nan_policy"):
+        trainer_lib.Trainer(tf.distribute.get_strategy(), lambda: None, lambda: None,
+                            model_dir="/tmp/unused", train_batch_size=1, num_train_steps=1,
+                            nan_policy="ignore")
+    for bad in (float("nan"), float("inf"), -1e-4):
+        with pytest.raises(ValueError, match="--learning_rate"):
+            optimization.create_optimizer(bad, 10, 0)
