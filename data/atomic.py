@@ -31,6 +31,8 @@ import shutil
 import socket
 import threading
 
+from data import termination
+
 __all__ = ["OutputConflictError", "TemporaryOutputs", "atomic_output", "check_outputs",
            "commit", "discard", "live_temporaries", "sweep_stale_temporaries", "temporary_name", "write_text"]
 
@@ -132,6 +134,9 @@ def _remove_all_live():
         discard(tmp)
 
 
+termination.at_forced_exit(_remove_all_live)
+
+
 def _pid_alive(pid):
     try:
         os.kill(pid, 0)
@@ -229,7 +234,7 @@ class TemporaryOutputs(object):
                 if _is_remote(directory):
                     _gfile().makedirs(directory)
                 else:
-                    os.makedirs(directory, exist_ok=True)
+                    _make_directory(directory, path)
         self.temporaries = [temporary_name(p) for p in self.paths]
         self.committed = False
 
@@ -242,6 +247,18 @@ class TemporaryOutputs(object):
         if not self.committed:
             for tmp in self.temporaries:
                 discard(tmp)
+
+
+def _make_directory(directory, path):
+    """`os.makedirs`, with a file in the way named as such."""
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        blocker = directory
+        while blocker and not os.path.exists(blocker):
+            blocker = os.path.dirname(blocker)
+        raise OutputConflictError(
+            "cannot write %s: %s is a file, not a directory" % (path, blocker)) from None
 
 
 @contextlib.contextmanager
@@ -258,7 +275,7 @@ def atomic_output(path, mode="w", encoding="utf-8"):
             discard(tmp)
         return
     directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
+    _make_directory(directory, path)
     tmp = temporary_name(path)
     try:
         kwargs = {} if "b" in mode else {"encoding": encoding, "newline": "\n"}

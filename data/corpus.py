@@ -151,6 +151,7 @@ def iter_documents(files, stats=None, max_line_bytes=DEFAULT_MAX_LINE_BYTES):
             raise CorpusError("Cannot open input file %s: %s" % (path, e)) from e
         lines = []
         nonblank = 0
+        over_long = 0
         with handle:
             lineno = 0
             while True:
@@ -169,6 +170,7 @@ def iter_documents(files, stats=None, max_line_bytes=DEFAULT_MAX_LINE_BYTES):
                 if len(raw) > max_line_bytes:
                     stats.add(OVER_LONG_LINES % max_line_bytes,
                               "%s:%d" % (path, lineno))
+                    over_long += 1
                     continue
                 if not raw.strip():
                     if lines:
@@ -179,7 +181,11 @@ def iter_documents(files, stats=None, max_line_bytes=DEFAULT_MAX_LINE_BYTES):
                 lines.append((lineno, raw))
         if lines:
             yield Document(path, lines)
-        if nonblank == 0:
+        if nonblank == 0 and over_long:
+            logging.warning("Input file %s: all %d non-blank line(s) are longer than "
+                            "max_line_bytes=%d and were skipped.", path, over_long,
+                            max_line_bytes)
+        elif nonblank == 0:
             stats.add("input files without text", path)
             logging.warning("Input file %s holds no text; skipped.", path)
 

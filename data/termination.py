@@ -14,17 +14,37 @@ temporaries left behind. After `install()`:
 
 SIGINT (Ctrl-C) keeps Python's KeyboardInterrupt, which runs the same
 clean-up.
+
+Python runs signal handlers only between bytecodes of the main thread, so a
+main thread stuck inside one long C++ call (a TensorFlow op that never
+returns) would never see SIGTERM. A watchdog thread hears the signal through
+`signal.set_wakeup_fd`; if the handler has not run `grace_seconds` later
+(longer inside `graceful()`, where a step and a checkpoint may have to
+finish), it runs the registered clean-ups (temporaries, the run lock; see
+`at_forced_exit`) and ends the process with status 143.
 """
 
 import contextlib
+import os
 import signal
+import sys
 import threading
+import time
 
-__all__ = ["EXIT_STATUS", "Terminated", "graceful", "install", "requested"]
+__all__ = ["EXIT_STATUS", "Terminated", "at_forced_exit", "graceful", "install", "requested"]
 
 EXIT_STATUS = 128 + signal.SIGTERM
+GRACE_SECONDS = 20.0
+GRACEFUL_GRACE_SECONDS = 300.0
 
-_state = {"depth": 0, "requested": False, "installed": False}
+_state = {"depth": 0, "requested": False, "installed": False, "handled": 0, "received": 0}
+_forced_exit_hooks = []
+
+
+def at_forced_exit(fn):
+    """Registers `fn()` to run if the watchdog has to end a stuck process."""
+    _forced_exit_hooks.append(fn)
+    return fn
 
 
 class Terminated(SystemExit):
@@ -39,6 +59,7 @@ class Terminated(SystemExit):
 
 
 def _handler(signum, frame):  # pylint: disable=unused-argument
+    _state["handled"] += 1
     if _state["depth"] > 0 and not _state["requested"]:
         _state["requested"] = True
         return
@@ -50,8 +71,58 @@ def install():
     if threading.current_thread() is not threading.main_thread():
         return False
     signal.signal(signal.SIGTERM, _handler)
+    if not _state["installed"]:
+        _start_watchdog()
     _state["installed"] = True
     return True
+
+
+def _start_watchdog():
+    try:
+        read_fd, write_fd = os.pipe()
+        os.set_blocking(write_fd, False)
+        signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+    except (OSError, ValueError):
+        return
+
+    def watch():
+        while True:
+            try:
+                data = os.read(read_fd, 64)
+            except OSError:
+                return
+            if not data:
+                return
+            if signal.SIGTERM not in data:
+                continue
+            _state["received"] += data.count(signal.SIGTERM)
+            received = _state["received"]
+            grace = GRACEFUL_GRACE_SECONDS if _state["depth"] > 0 else GRACE_SECONDS
+            deadline = time.monotonic() + grace
+            while time.monotonic() < deadline:
+                if _state["handled"] >= received:
+                    break
+                time.sleep(0.05)
+            else:
+                _forced_exit()
+
+    threading.Thread(target=watch, name="sigterm-watchdog", daemon=True).start()
+
+
+def _forced_exit():
+    try:
+        sys.stderr.write("%s: terminated by SIGTERM (the main thread was stuck; temporaries "
+                         "removed, no checkpoint saved)\n"
+                         % os.path.basename(sys.argv[0] or "python"))
+        sys.stderr.flush()
+    except Exception:  # pylint: disable=broad-except
+        pass
+    for hook in _forced_exit_hooks:
+        try:
+            hook()
+        except Exception:  # pylint: disable=broad-except
+            pass
+    os._exit(EXIT_STATUS)  # pylint: disable=protected-access
 
 
 def requested():

@@ -525,3 +525,24 @@ def test_hf_albert_config_json_loads_and_round_trips(tmp_path):
     hf = json.loads((tmp_path / "config.json").read_text())
     message = _albert_load_error(tmp_path, dict(hf, num_hidden_group=2))
     assert "`num_hidden_group` (did you mean `num_hidden_groups`?)" in message
+
+
+def test_albert_zh_config_loads_post_ln_and_refuses_pre_ln(tmp_path):
+    """brightmart/albert_zh configs carry `ln_type`; pre-LN would compute something else."""
+    from modeling.albert.config import load_albert_config
+    from modeling.bert.config import BertConfigError
+    values = {"attention_probs_dropout_prob": 0.0, "directionality": "bidi",
+              "hidden_act": "gelu", "hidden_dropout_prob": 0.0, "hidden_size": 312,
+              "embedding_size": 128, "initializer_range": 0.02, "intermediate_size": 1248,
+              "max_position_embeddings": 512, "num_attention_heads": 12,
+              "num_hidden_layers": 4, "pooler_fc_size": 768, "pooler_num_attention_heads": 12,
+              "pooler_num_fc_layers": 3, "pooler_size_per_head": 128,
+              "pooler_type": "first_token_transform", "type_vocab_size": 2,
+              "vocab_size": 21128, "ln_type": "postln"}
+    post = tmp_path / "albert_config.json"
+    post.write_text(json.dumps(values))
+    assert load_albert_config(str(post)).hidden_size == 312
+    pre = tmp_path / "pre.json"
+    pre.write_text(json.dumps(dict(values, ln_type="preln")))
+    with pytest.raises(BertConfigError, match="ln_type='preln'"):
+        load_albert_config(str(pre))

@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import time
 import types
 
 import keras
@@ -95,6 +96,37 @@ def test_temporaries_are_removed_when_the_process_gets_sigterm(tmp_path):
     assert any(".tmp-" in name for name in os.listdir(tmp_path))
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == termination.EXIT_STATUS
+    assert _listing(tmp_path) == []
+
+
+def test_sigterm_ends_a_process_stuck_in_native_code(tmp_path):
+    """Python runs handlers between bytecodes only; the watchdog ends a stuck process."""
+    code = textwrap.dedent("""
+        import sys
+        sys.path.insert(0, %r)
+        from data import atomic, termination
+        termination.install()
+        termination.GRACE_SECONDS = 1.0
+        outputs = atomic.TemporaryOutputs([%r])
+        open(outputs.temporaries[0], "w").write("partial")
+        import tensorflow as tf
+        # The hang run_pretraining had on empty inputs: a repeating input
+        # that never yields, spinning in C++ (with the GIL released).
+        files = tf.data.Dataset.from_tensor_slices(["a"]).repeat()
+        spinning = files.interleave(lambda name: tf.data.Dataset.range(0), cycle_length=1)
+        iterator = iter(spinning)
+        print("stuck", flush=True)
+        next(iterator)
+    """ % (REPO_ROOT, str(tmp_path / "out.tfrecord")))
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert proc.stdout.readline().strip() == "stuck"
+    time.sleep(1.0)
+    assert any(".tmp-" in name for name in os.listdir(tmp_path))
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == termination.EXIT_STATUS
+    assert "main thread was stuck" in proc.stderr.read()
     assert _listing(tmp_path) == []
 
 
@@ -293,3 +325,20 @@ def test_bad_nan_policy_and_learning_rates_are_named():
     for bad in (float("nan"), float("inf"), -1e-4):
         with pytest.raises(ValueError, match="--learning_rate"):
             optimization.create_optimizer(bad, 10, 0)
+
+
+def test_export_never_replaces_a_directory_that_is_not_a_savedmodel(tmp_path):
+    from modeling.serving import export
+    from modeling.tasks import classifier_job
+    precious = tmp_path / "run"
+    precious.mkdir()
+    (precious / "ckpt-1.index").write_text("checkpoint")
+    with pytest.raises(ValueError, match="is not a SavedModel: refusing to replace"):
+        export.export_text_model(None, str(precious), "vocab.txt", True, 8)
+    assert (precious / "ckpt-1.index").read_text() == "checkpoint"
+    job = classifier_job.ClassifierJob(
+        task_name="mrpc", data_dir=str(tmp_path / "data"), output_dir=str(precious),
+        bert_config_file="unused.json", export_dir=str(tmp_path), do_train=True)
+    with pytest.raises(classifier_job.ClassifierJobError,
+                       match="--export_dir=.* would replace --output_dir"):
+        classifier_job._check_job(job)  # pylint: disable=protected-access

@@ -49,7 +49,8 @@ ALBERT_SCHEMA = config_schema.ConfigSchema(
     ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers",
      "num_attention_heads", "intermediate_size"),
     extra_keys=({"gap_size", "num_memory_blocks", "layer_norm_epsilon",
-                 "classifier_dropout_prob", "layer_norm_eps", "position_embedding_type"}
+                 "classifier_dropout_prob", "layer_norm_eps", "position_embedding_type",
+                 "ln_type"}
                 | config_schema.GOOGLE_BERT_EXTRA_KEYS | config_schema.HF_COMMON_KEYS),
     model_types=("albert",))
 
@@ -201,4 +202,12 @@ def load_albert_config(path):
                 break
         else:
             raise FileNotFoundError(f"No albert_config.json in directory {path}")
-    return AlbertConfig.from_json_file(path)
+    config = AlbertConfig.from_json_file(path)
+    # brightmart/albert_zh's configs say which LayerNorm placement they use;
+    # only the post-LN one of google-research/albert is implemented here.
+    ln_type = config.extra.get("ln_type", "postln") if hasattr(config, "extra") else "postln"
+    if ln_type != "postln":
+        raise BertConfigError(
+            f"{path}: ln_type={ln_type!r}; this ALBERT is post-LN (ln_type \"postln\"), "
+            "a pre-LN albert_zh checkpoint would load but compute something else")
+    return config

@@ -100,8 +100,15 @@ def export_text_model(model, export_dir, vocab_file, do_lower_case, max_seq_leng
     Returns:
       the `TextModelServer` that was saved.
     """
-    server = TextModelServer(model, vocab_file, do_lower_case, max_seq_length, output_fn)
     export_dir = os.path.abspath(export_dir)
+    if os.path.isdir(export_dir) and os.listdir(export_dir) and not os.path.isfile(
+            os.path.join(export_dir, "saved_model.pb")):
+        # Replacing it would delete whatever is there (checkpoints, data).
+        raise ValueError("--export_dir=%s exists and is not a SavedModel: refusing to replace "
+                         "it; choose a new or an earlier export directory" % export_dir)
+    if os.path.isfile(export_dir):
+        raise ValueError("--export_dir=%s is a file, expected a directory" % export_dir)
+    server = TextModelServer(model, vocab_file, do_lower_case, max_seq_length, output_fn)
     parent = os.path.dirname(export_dir)
     os.makedirs(parent, exist_ok=True)
     atomic.sweep_stale_temporaries(parent)

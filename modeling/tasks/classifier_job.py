@@ -201,6 +201,15 @@ def _check_job(job):
             "At least one of `do_train`, `do_eval` or `do_predict` must be True.")
     for name in ("data_dir", "bert_config_file", "output_dir"):
         _require(job, name)
+    if job.export_dir:
+        export_dir = os.path.abspath(job.export_dir)
+        for name in ("output_dir", "data_dir"):
+            other = os.path.abspath(getattr(job, name))
+            if other == export_dir or other.startswith(export_dir.rstrip(os.sep) + os.sep):
+                # The export replaces its directory as a whole.
+                raise ClassifierJobError(
+                    "--export_dir=%s would replace --%s=%s; give the SavedModel a "
+                    "directory of its own" % (job.export_dir, name, getattr(job, name)))
     if not job.task_name and not job.processor:
         raise ClassifierJobError(
             "Give --task_name (%s) or --processor=path/to/my_task.py:MyProcessor."

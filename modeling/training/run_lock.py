@@ -29,6 +29,7 @@ import time
 from absl import logging
 
 from data import atomic
+from data import termination
 
 __all__ = ["LOCK_NAME", "OutputDirLock", "RunLockError", "sweep_partial_outputs"]
 
@@ -98,6 +99,7 @@ class OutputDirLock(object):
                 f.write(self._describe())
             self.held = True
             atexit.register(self.release)
+            termination.at_forced_exit(self.release)
             sweep_partial_outputs(self.directory)
             return self
         raise RunLockError("%s=%s: could not take %s (another run keeps taking it)"

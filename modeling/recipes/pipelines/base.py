@@ -66,10 +66,23 @@ class Pipeline:
         raise NotImplementedError("%s must implement input_fn()" % type(self).__name__)
 
     def check_inputs(self, inputs):
-        """Raises a clear error when `inputs` or the vocabulary files are missing."""
+        """Raises a clear error when `inputs` or the vocabulary files are missing.
+
+        This default is for pipelines that read raw text: the files must
+        hold text (a repeating input over empty files would never yield a
+        batch), and a binary file is refused. Pipelines reading other
+        formats override it.
+        """
         from data import corpus  # pylint: disable=g-import-not-at-top
-        corpus.expand_file_patterns(inputs)
+        files = corpus.expand_file_patterns(inputs)
         self.check_vocab_files()
+        with_text = [path for path in files if _holds_text(path)]
+        if not with_text:
+            raise corpus.CorpusError(
+                "%s: no text in %s (every line is blank); expected UTF-8 text, one "
+                "sentence per line" % (inputs if isinstance(inputs, str) else ",".join(inputs),
+                                       "the file" if len(files) == 1 else
+                                       "any of the %d files" % len(files)))
 
     def check_vocab_files(self):
         """Each vocabulary file this pipeline reads (`required_vocab_files`) is given."""
@@ -99,3 +112,20 @@ class Pipeline:
             seen += size
             if seen >= max_examples:
                 return
+
+
+def _holds_text(path):
+    """Whether `path` has a non-blank line among its first ones (binary files refused)."""
+    from data import corpus  # pylint: disable=g-import-not-at-top
+    stats = corpus.ReadStats()
+    with corpus.open_file(path) as f:
+        for lineno, raw in enumerate(f, 1):
+            if lineno > 100000:
+                break
+            if b"\x00" in raw:
+                raise corpus.CorpusError("%s:%d: looks binary (NUL byte); expected UTF-8 "
+                                         "text, one sentence per line" % (path, lineno))
+            if raw.strip():
+                corpus.decode_line(raw, path, lineno, stats)
+                return True
+    return False

@@ -13,6 +13,7 @@ import os
 from absl import logging
 
 from data import input_pipeline
+from data import corpus
 from data import tfrecord_check
 from data import tokenization
 from data.pretraining import instances
@@ -84,7 +85,8 @@ class StaticMaskedPipeline(Pipeline):
         whose first example has the features and lengths of this run's
         `--max_seq_length` / `--max_predictions_per_seq` (one line naming the
         file otherwise; all files empty is an error)."""
-        super().check_inputs(inputs)
+        corpus.expand_file_patterns(inputs)
+        self.check_vocab_files()
         tfrecord_check.verify_tfrecord_files(inputs, self.expected_features())
 
     def input_fn(self, inputs, is_training, batch_size):

@@ -1,0 +1,844 @@
+# coding=utf-8
+"""Every script against bad input: nothing lost, nothing hangs, every mistake named.
+
+Each case runs a script of `run/` on one mistake a user makes and checks what
+`run/script.py` promises:
+
+* bad input: exit status 1 and exactly one line ``<script>: error: <message>``
+  on standard error (no traceback) naming the file, line, flag or field at
+  fault; bad flags (absl's own checks): the same line, exit status 2;
+  SIGTERM: 143;
+* nothing of the user's is lost: every input is byte-identical afterwards
+  (hashes); an output that is also an input is refused before anything is
+  written;
+* nothing is left half-written: no temporary (``.<name>.tmp-<host>-<pid>-<hex>``)
+  and no TensorFlow ``*_temp`` directory stays in an output directory, and
+  no output appears under its final name when the run failed; what a killed
+  run left is swept by the next one;
+* nothing hangs: every subprocess has a timeout, so a hang fails its case.
+
+Each subprocess pays TensorFlow's import (~4 s), so the cases run two at a
+time: a module fixture runs every selected case function in a pool of two
+threads, and `test_script[case]` reports that case's outcome (its own
+assertion, with its traceback). Shared artefacts (a tiny config, a
+pretraining TFRecord, a Google-format checkpoint) are built once, in this
+process.
+"""
+
+import concurrent.futures
+import gzip
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RUN_DIR = os.path.join(REPO_ROOT, "run")
+SAMPLE_DIR = os.path.join(REPO_ROOT, "data", "sample")
+TIMEOUT = 120  # seconds per subprocess: a hang fails the case instead of blocking
+PARALLEL = 2
+
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+
+# The tiny model every case uses.
+TINY_CONFIG = {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
+               "intermediate_size": 32, "max_position_embeddings": 32}
+# run_pretraining.py on the tiny model and the seq-32 TFRecord.
+PRETRAIN_FLAGS = ["--max_seq_length=32", "--max_predictions_per_seq=5",
+                  "--train_batch_size=8", "--eval_batch_size=8", "--max_eval_steps=2",
+                  "--num_warmup_steps=0", "--log_steps=1", "--seed=1"]
+
+
+# ----------------------------------------------------------------- helpers
+
+def _sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _hashes(paths):
+    """{path: sha256} of every file under `paths` (files or directories)."""
+    hashes = {}
+    for path in paths:
+        path = str(path)
+        if os.path.isdir(path):
+            for root, _, names in os.walk(path):
+                for name in names:
+                    hashes[os.path.join(root, name)] = _sha256(os.path.join(root, name))
+        elif os.path.lexists(path):
+            hashes[path] = _sha256(path)
+        else:
+            hashes[path] = None
+    return hashes
+
+
+def _host():
+    """The host part of a temporary's name (data/atomic.py's naming)."""
+    return re.sub(r"[^A-Za-z0-9_.]", "_", socket.gethostname()) or "host"
+
+
+def _temporaries(directory):
+    """The temporaries (files or directories) anywhere under `directory`."""
+    found = []
+    for root, dirs, files in os.walk(str(directory)):
+        found += [os.path.join(root, n) for n in dirs + files if ".tmp-" in n]
+    return sorted(found)
+
+
+def _leftovers(directory, lock=True):
+    """Temporaries, ``*_temp`` directories and (with `lock`) a run lock under `directory`."""
+    found = _temporaries(directory)
+    for root, dirs, files in os.walk(str(directory)):
+        found += [os.path.join(root, n) for n in dirs if n.endswith("_temp")]
+        if lock and ".run.lock" in files:
+            found.append(os.path.join(root, ".run.lock"))
+    return sorted(set(found))
+
+
+def _dead_pid():
+    """The pid of a process that has exited (and been reaped)."""
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def _command(script, args):
+    return [sys.executable, os.path.join(RUN_DIR, script + ".py")] + [str(a) for a in args]
+
+
+def run_script(script, args, inputs=(), outputs=(), timeout=TIMEOUT):
+    """Runs run/<script>.py; checks that `inputs` are unchanged and `outputs` hold no leftovers.
+
+    Args:
+      script: the script's name without ".py".
+      args: its flags.
+      inputs: files or directories of the user that must be byte-identical afterwards.
+      outputs: output directories that must hold no temporary, ``*_temp``
+        directory or run lock afterwards.
+    """
+    before = _hashes(inputs)
+    result = subprocess.run(_command(script, args), capture_output=True, text=True,
+                            timeout=timeout, env=ENV)
+    after = _hashes(inputs)
+    changed = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
+    assert not changed, "%s changed or removed input files: %s\n%s" % (
+        script, changed, result.stderr[-3000:])
+    for directory in outputs:
+        assert not _leftovers(directory), "%s left %s\n%s" % (
+            script, _leftovers(directory), result.stderr[-3000:])
+    return result
+
+
+def error_line(result, script, status=1):
+    """The one ``<script>: error:`` line of a failed run (after checking the status)."""
+    output = "--- stdout\n%s\n--- stderr\n%s" % (result.stdout[-2000:], result.stderr[-4000:])
+    assert result.returncode == status, "exit status %d, expected %d\n%s" % (
+        result.returncode, status, output)
+    assert "Traceback" not in result.stderr, output
+    lines = [line for line in result.stderr.splitlines()
+             if line.startswith("%s: error:" % script)]
+    assert len(lines) == 1, "expected one '%s: error:' line\n%s" % (script, output)
+    return lines[0]
+
+
+def assert_error(result, script, *needles, status=1):
+    """Exit `status` and one error line naming every one of `needles`; returns the line."""
+    line = error_line(result, script, status)
+    for needle in needles:
+        assert str(needle) in line, "%r not in the error line: %s" % (str(needle), line)
+    return line
+
+
+def assert_ok(result):
+    assert result.returncode == 0, "exit status %d\n--- stdout\n%s\n--- stderr\n%s" % (
+        result.returncode, result.stdout[-2000:], result.stderr[-4000:])
+    assert "Traceback" not in result.stderr, result.stderr[-4000:]
+
+
+def _checkpoint_tensors(prefix):
+    reader = tf.train.load_checkpoint(prefix)
+    return {name: reader.get_tensor(name)
+            for name, dtype in reader.get_variable_to_dtype_map().items()
+            if name != "_CHECKPOINTABLE_OBJECT_GRAPH" and dtype.is_floating}
+
+
+def _write_safetensors(path, header_bytes, data=b""):
+    """A safetensors file written by hand: u64 header length, JSON header, data."""
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(header_bytes)))
+        f.write(header_bytes)
+        f.write(data)
+    return str(path)
+
+
+# --------------------------------------------------------------- artefacts
+
+class Artefacts(object):
+    """What the cases share, built once (see `artefacts`)."""
+
+
+@pytest.fixture(scope="module")
+def artefacts(tmp_path_factory):
+    import keras  # pylint: disable=g-import-not-at-top
+    from data.pretraining import instances  # pylint: disable=g-import-not-at-top
+    from data.pretraining import writer  # pylint: disable=g-import-not-at-top
+    from modeling import bert as config_lib  # pylint: disable=g-import-not-at-top
+    from modeling import checkpoints  # pylint: disable=g-import-not-at-top
+    from modeling import recipes  # pylint: disable=g-import-not-at-top
+
+    base = tmp_path_factory.mktemp("bad_inputs_shared")
+    a = Artefacts()
+    a.base = base
+    # Copies: a case that fails to refuse an overwrite destroys a copy, not the repository.
+    a.corpus = str(base / "corpus.txt")
+    shutil.copyfile(os.path.join(SAMPLE_DIR, "sample_en.txt"), a.corpus)
+    a.vocab = str(base / "vocab.txt")
+    shutil.copyfile(os.path.join(SAMPLE_DIR, "vocab.txt"), a.vocab)
+    with open(a.vocab, encoding="utf-8") as f:
+        a.vocab_size = sum(1 for _ in f)
+    a.config_dict = dict(TINY_CONFIG, vocab_size=a.vocab_size)
+    a.config = str(base / "bert_config.json")
+    with open(a.config, "w") as f:
+        json.dump(a.config_dict, f)
+    a.tfrecord = str(base / "train.tfrecord")
+    summary = writer.create_pretraining_data([a.corpus], [a.tfrecord], instances.InstanceOptions(
+        vocab_file=a.vocab, do_lower_case=True, max_seq_length=32, max_predictions_per_seq=5,
+        random_seed=3, dupe_factor=1, masked_lm_prob=0.15, short_seq_prob=0.1))
+    assert summary.instances > 100
+    model_dir = base / "tiny_bert"
+    model_dir.mkdir()
+    keras.utils.set_random_seed(1)
+    a.checkpoint = checkpoints.save_google_checkpoint(
+        recipes.build_bert_pretrainer(config_lib.load_bert_config(a.config)),
+        str(model_dir / "bert_model.ckpt"))
+    a.model_dir = str(model_dir)
+    a.hashes = _hashes([a.corpus, a.vocab, a.config, a.tfrecord, a.model_dir])
+    yield a
+    assert _hashes([a.corpus, a.vocab, a.config, a.tfrecord, a.model_dir]) == a.hashes, (
+        "a shared artefact changed")
+
+
+# ------------------------------------------------------------------- cases
+
+CASES = {}
+
+
+def case(needs=()):
+    """Registers a case function `fn(ctx)`; `needs`: cases whose return value it uses."""
+    def register(fn):
+        CASES[fn.__name__] = (fn, tuple(needs))
+        return fn
+    return register
+
+
+class Context(object):
+    """One case's artefacts, its own directory, and the results of the cases it needs."""
+
+    def __init__(self, artefacts, directory, futures):
+        self.a = artefacts
+        self.dir = directory
+        self._futures = futures
+
+    def path(self, *parts):
+        return os.path.join(str(self.dir), *parts)
+
+    def config(self, name="bert_config.json", **changes):
+        values = dict(self.a.config_dict)
+        for key, value in changes.items():
+            if value is None:
+                values.pop(key, None)
+            else:
+                values[key] = value
+        path = self.path(name)
+        with open(path, "w") as f:
+            json.dump(values, f)
+        return path
+
+    def result_of(self, name):
+        return self._futures[name].result()
+
+    def pretrain_flags(self, output_dir, *extra, config=None, input_file=None):
+        return ["--input_file=%s" % (input_file or self.a.tfrecord),
+                "--bert_config_file=%s" % (config or self.a.config),
+                "--output_dir=%s" % output_dir] + PRETRAIN_FLAGS + list(extra)
+
+
+def _cpd_flags(a, inputs, outputs, *extra, vocab=None):
+    return (["--input_file=%s" % ",".join(map(str, inputs)),
+             "--output_file=%s" % ",".join(map(str, outputs)),
+             "--vocab_file=%s" % (vocab or a.vocab), "--max_seq_length=32",
+             "--max_predictions_per_seq=5", "--dupe_factor=1", "--log_examples=0"] +
+            list(extra))
+
+
+def _big_corpus(ctx, copies=10):
+    path = ctx.path("big_corpus.txt")
+    with open(ctx.a.corpus, "rb") as f:
+        text = f.read()
+    with open(path, "wb") as f:
+        for _ in range(copies):
+            f.write(text + b"\n")
+    return path
+
+
+def _start_writing_and_wait_for_temporary(ctx, out_dir):
+    """Starts a long create_pretraining_data.py run and waits until its temporary holds data.
+
+    Returns:
+      (process, final output path, corpus path, temporaries with data).
+    """
+    corpus = _big_corpus(ctx)
+    output = os.path.join(out_dir, "big.tfrecord")
+    args = ["--input_file=%s" % corpus, "--output_file=%s" % output,
+            "--vocab_file=%s" % ctx.a.vocab, "--dupe_factor=40", "--documents_per_chunk=20",
+            "--log_examples=0"]
+    stdout = open(ctx.path("stdout.txt"), "w")
+    stderr = open(ctx.path("stderr.txt"), "w")
+    proc = subprocess.Popen(_command("create_pretraining_data", args), stdout=stdout,
+                            stderr=stderr, env=ENV)
+    stdout.close()
+    stderr.close()
+    deadline = time.time() + TIMEOUT
+    while True:
+        temporaries = [p for p in _temporaries(out_dir) if os.path.getsize(p) > 0]
+        if temporaries:
+            return proc, output, corpus, temporaries
+        if proc.poll() is not None or time.time() > deadline:
+            proc.kill()
+            proc.wait()
+            raise AssertionError("no temporary with data appeared (exit %s)\n%s"
+                                 % (proc.returncode, open(ctx.path("stderr.txt")).read()[-3000:]))
+        time.sleep(0.02)
+
+
+def _finished(proc, ctx):
+    try:
+        proc.wait(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise AssertionError("did not stop within %d s" % TIMEOUT) from None
+    with open(ctx.path("stdout.txt")) as out, open(ctx.path("stderr.txt")) as err:
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out.read(), err.read())
+
+
+# Listed longest first, so that the pool of two stays busy to the end.
+
+@case()
+def trained_run_takes_over_a_dead_lock_and_sweeps_leftovers(ctx):
+    """A lock of a dead pid is taken over; a killed run's leftovers are swept; the run succeeds."""
+    out = ctx.path("run")
+    os.makedirs(out)
+    dead = _dead_pid()
+    with open(os.path.join(out, ".run.lock"), "w") as f:
+        json.dump({"pid": dead, "host": socket.gethostname(), "started": "2024-01-01T00:00:00",
+                   "command": "run_pretraining.py (killed)"}, f)
+    os.makedirs(os.path.join(out, "ckpt-7_temp", "part-00000-of-00001"))
+    with open(os.path.join(out, "ckpt-7_temp", "part-00000-of-00001", "data"), "wb") as f:
+        f.write(b"\0" * 100)
+    stale = os.path.join(out, ".ckpt-7.index.tmp-%s-%d-a1b2c3" % (_host(), dead))
+    with open(stale, "wb") as f:
+        f.write(b"half")
+    # A temporary of a process that still runs (this one) is not anybody's leftover.
+    alive = os.path.join(out, ".other.tmp-%s-%d-d4e5f6" % (_host(), os.getpid()))
+    with open(alive, "wb") as f:
+        f.write(b"in use")
+    result = run_script("run_pretraining", ctx.pretrain_flags(
+        out, "--do_train", "--num_train_steps=2", "--learning_rate=1e-3"),
+        inputs=[ctx.a.tfrecord, ctx.a.config])
+    assert_ok(result)
+    assert "Taking over" in result.stderr and "pid %d" % dead in result.stderr
+    for path in (os.path.join(out, "ckpt-7_temp"), stale):
+        assert "Removed %s, left by a run that was killed" % path in result.stderr
+    assert not os.path.exists(os.path.join(out, ".run.lock")), "the lock outlived the run"
+    assert not os.path.exists(os.path.join(out, "ckpt-7_temp"))
+    assert not os.path.exists(stale)
+    assert os.path.exists(alive), "a live process's temporary was swept"
+    os.remove(alive)
+    assert not _leftovers(out)
+    assert tf.train.latest_checkpoint(out).endswith("ckpt-2")
+    return out
+
+
+@case()
+def nan_loss_stops_naming_the_step_and_keeps_the_last_good_checkpoint(ctx):
+    out = ctx.path("run")
+    result = run_script("run_pretraining", ctx.pretrain_flags(
+        out, "--do_train", "--num_train_steps=10", "--save_checkpoints_steps=1",
+        "--learning_rate=1e8"), inputs=[ctx.a.tfrecord, ctx.a.config], outputs=[out])
+    line = assert_error(result, "run_pretraining", "--nan_policy", "NaN or infinite")
+    step = int(re.search(r"step (\d+)", line).group(1))
+    latest = tf.train.latest_checkpoint(out)
+    assert latest is not None, "no checkpoint before the loss diverged: %s" % line
+    saved = int(latest.rsplit("-", 1)[1])
+    # It diverged within a few steps, and the last checkpoint is the step before.
+    assert 1 <= saved == step - 1 <= 8, (line, latest)
+    assert latest in line, line
+    tensors = _checkpoint_tensors(latest)
+    assert len(tensors) > 20
+    bad = [name for name, value in tensors.items() if not np.all(np.isfinite(value))]
+    assert not bad, "the last good checkpoint holds non-finite values: %s" % bad
+
+
+@case()
+def nan_loss_with_nan_policy_skip_goes_on(ctx):
+    out = ctx.path("run")
+    result = run_script("run_pretraining", ctx.pretrain_flags(
+        out, "--do_train", "--num_train_steps=4", "--save_checkpoints_steps=1",
+        "--learning_rate=1e8", "--nan_policy=skip"),
+        inputs=[ctx.a.tfrecord, ctx.a.config], outputs=[out])
+    assert_ok(result)
+    assert re.search(r"update\(s\) skipped .*--nan_policy=skip", result.stderr), (
+        result.stderr[-3000:])
+    latest = tf.train.latest_checkpoint(out)
+    assert latest.endswith("ckpt-4")
+    tensors = _checkpoint_tensors(latest)
+    assert len(tensors) > 20
+    # The weights and the optimizer's slots: everything a resumed run continues
+    # from. The optimizer's `gradient_norm` is no state but the TensorBoard
+    # record of the last update's gradient norm: NaN when that update was skipped.
+    bad = [name for name, value in tensors.items()
+           if not np.all(np.isfinite(value)) and "/_gradient_norm/" not in name]
+    assert not bad, "the final checkpoint holds non-finite values: %s" % bad
+
+
+@case()
+def sigterm_while_writing_leaves_nothing(ctx):
+    out_dir = ctx.path("out")
+    proc, output, corpus, _ = _start_writing_and_wait_for_temporary(ctx, out_dir)
+    corpus_hash = _sha256(corpus)
+    proc.send_signal(signal.SIGTERM)
+    result = _finished(proc, ctx)
+    assert result.returncode == 143, (result.returncode, result.stderr[-3000:])
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert "create_pretraining_data: terminated by SIGTERM" in result.stderr
+    assert not _leftovers(out_dir), _leftovers(out_dir)
+    assert not os.path.exists(output), "a half-written output under its final name"
+    assert _sha256(corpus) == corpus_hash
+
+
+@case()
+def sigkill_leaves_a_temporary_that_the_next_run_sweeps(ctx):
+    out_dir = ctx.path("out")
+    proc, output, _, temporaries = _start_writing_and_wait_for_temporary(ctx, out_dir)
+    proc.send_signal(signal.SIGKILL)
+    result = _finished(proc, ctx)
+    assert result.returncode == -signal.SIGKILL
+    left = _temporaries(out_dir)
+    assert left == temporaries and "-%d-" % proc.pid in os.path.basename(left[0]), left
+    assert not os.path.exists(output)
+    # The same command again (on a small input): the dead run's temporary goes.
+    result = run_script("create_pretraining_data",
+                        _cpd_flags(ctx.a, [ctx.a.corpus], [output]),
+                        inputs=[ctx.a.corpus, ctx.a.vocab], outputs=[out_dir])
+    assert_ok(result)
+    assert os.listdir(out_dir) == ["big.tfrecord"]
+
+
+@case(needs=["trained_run_takes_over_a_dead_lock_and_sweeps_leftovers"])
+def num_train_steps_0_evaluates_an_existing_checkpoint(ctx):
+    out = ctx.path("run")
+    shutil.copytree(ctx.result_of("trained_run_takes_over_a_dead_lock_and_sweeps_leftovers"), out)
+    checkpoint_files = [os.path.join(out, n) for n in os.listdir(out) if n.startswith("ckpt-")]
+    result = run_script("run_pretraining", ctx.pretrain_flags(
+        out, "--do_eval", "--num_train_steps=0"),
+        inputs=[ctx.a.tfrecord, ctx.a.config] + checkpoint_files, outputs=[out])
+    assert_ok(result)
+    with open(os.path.join(out, "eval_results.txt")) as f:
+        results = dict(line.strip().split(" = ") for line in f)
+    assert float(results["global_step"]) == 2 and np.isfinite(float(results["loss"]))
+
+
+@case()
+def run_pretraining_refuses_a_directory_locked_by_a_live_run(ctx):
+    out = ctx.path("run")
+    os.makedirs(out)
+    lock = os.path.join(out, ".run.lock")
+    with open(lock, "w") as f:
+        json.dump({"pid": os.getpid(), "host": socket.gethostname(),
+                   "started": "2024-01-01T00:00:00", "command": "pytest (the live run)"}, f)
+    result = run_script("run_pretraining", ctx.pretrain_flags(
+        out, "--do_train", "--num_train_steps=2"), inputs=[ctx.a.tfrecord, ctx.a.config, out])
+    assert_error(result, "run_pretraining", "pid %d" % os.getpid(), out)
+    assert os.listdir(out) == [".run.lock"]
+
+
+def _cpd_refusal(ctx, inputs, outputs, *needles, keep=()):
+    result = run_script("create_pretraining_data", _cpd_flags(ctx.a, inputs, outputs),
+                        inputs=list(inputs) + [ctx.a.vocab] + list(keep),
+                        outputs=[ctx.dir])
+    assert_error(result, "create_pretraining_data", *needles)
+    return result
+
+
+@case()
+def cpd_output_file_is_an_input_file(ctx):
+    corpus = ctx.path("corpus.txt")
+    shutil.copyfile(ctx.a.corpus, corpus)
+    _cpd_refusal(ctx, [corpus], [corpus], "--output_file=%s" % corpus, "--input_file")
+
+
+@case()
+def cpd_output_file_is_the_vocab_file(ctx):
+    # Its own copy: were it overwritten, the other cases would not notice.
+    vocab = ctx.path("vocab.txt")
+    shutil.copyfile(ctx.a.vocab, vocab)
+    result = run_script("create_pretraining_data",
+                        _cpd_flags(ctx.a, [ctx.a.corpus], [vocab], vocab=vocab),
+                        inputs=[ctx.a.corpus, vocab], outputs=[ctx.dir])
+    assert_error(result, "create_pretraining_data", "--output_file=%s" % vocab, "--vocab_file")
+
+
+@case()
+def cpd_same_output_named_twice(ctx):
+    out = ctx.path("out", "a.tfrecord")
+    _cpd_refusal(ctx, [ctx.a.corpus], [out, ctx.path("out", "b.tfrecord"), out],
+                 "--output_file", out, "twice")
+    assert not os.path.exists(ctx.path("out")), "something was written before the refusal"
+
+
+@case()
+def cpd_second_output_under_a_regular_file(ctx):
+    blocker = ctx.path("not_a_directory")
+    with open(blocker, "w") as f:
+        f.write("a file of the user\n")
+    first = ctx.path("first.tfrecord")
+    _cpd_refusal(ctx, [ctx.a.corpus], [first, os.path.join(blocker, "second.tfrecord")],
+                 blocker, "is a file, not a directory", keep=[blocker])
+    assert not os.path.exists(first), "the first output exists although the run failed"
+    assert not _temporaries(ctx.dir)
+
+
+@case()
+def cpd_binary_input(ctx):
+    gz = ctx.path("corpus.txt.gz")
+    with open(ctx.a.corpus, "rb") as src, gzip.open(gz, "wb") as dst:
+        dst.write(src.read())
+    out = ctx.path("out.tfrecord")
+    _cpd_refusal(ctx, [gz], [out], "%s:1:" % gz, "binary")
+    assert not os.path.exists(out)
+
+
+@case()
+def cpd_only_line_longer_than_max_line_bytes(ctx):
+    corpus = ctx.path("long.txt")
+    with open(corpus, "w") as f:
+        f.write("word " * 400 + "\n")
+    out = ctx.path("out.tfrecord")
+    result = run_script("create_pretraining_data",
+                        _cpd_flags(ctx.a, [corpus], [out], "--max_line_bytes=1000"),
+                        inputs=[corpus, ctx.a.vocab], outputs=[ctx.dir])
+    assert_error(result, "create_pretraining_data", corpus,
+                 "1 line(s) longer than --max_line_bytes=1000 were skipped")
+    assert not os.path.exists(out)
+
+
+@case()
+def cpd_more_output_files_than_instances(ctx):
+    corpus = ctx.path("tiny.txt")
+    with open(corpus, "w") as f:
+        f.write("One two three.\nFour five six.\nSeven eight nine.\n")
+    outputs = [ctx.path("out", "%d.tfrecord" % i) for i in range(4)]
+    result = run_script("create_pretraining_data", _cpd_flags(ctx.a, [corpus], outputs),
+                        inputs=[corpus, ctx.a.vocab], outputs=[ctx.dir])
+    assert_ok(result)
+    assert re.search(r"warning: 3 of 4 output files hold no instance: .*%s"
+                     % re.escape(outputs[3]), result.stdout), result.stdout
+    assert sorted(os.listdir(ctx.path("out"))) == ["%d.tfrecord" % i for i in range(4)]
+
+
+@case()
+def create_vocab_vocab_file_is_an_input_file(ctx):
+    corpus = ctx.path("corpus.txt")
+    shutil.copyfile(ctx.a.corpus, corpus)
+    result = run_script("create_vocab", ["--input_file=%s" % corpus, "--vocab_file=%s" % corpus],
+                        inputs=[corpus], outputs=[ctx.dir])
+    assert_error(result, "create_vocab", "--vocab_file=%s" % corpus, "--input_file")
+
+
+@case()
+def create_vocab_empty_input(ctx):
+    corpus = ctx.path("empty.txt")
+    open(corpus, "w").close()
+    vocab = ctx.path("out", "vocab.txt")
+    result = run_script("create_vocab", ["--input_file=%s" % corpus, "--vocab_file=%s" % vocab],
+                        inputs=[corpus], outputs=[ctx.dir])
+    assert_error(result, "create_vocab", corpus)
+    assert not os.path.exists(vocab)
+
+
+@case()
+def create_vocab_vocab_size_too_small(ctx):
+    vocab = ctx.path("out", "vocab.txt")
+    result = run_script("create_vocab", ["--input_file=%s" % ctx.a.corpus,
+                                         "--vocab_file=%s" % vocab, "--vocab_size=10"],
+                        inputs=[ctx.a.corpus], outputs=[ctx.dir])
+    assert_error(result, "create_vocab", "--vocab_size=10")
+    assert not os.path.exists(vocab)
+
+
+def _pretrain_refusal(ctx, extra, *needles, config=None, input_file=None, inputs=()):
+    out = ctx.path("run")
+    flags = ctx.pretrain_flags(out, *extra, config=config, input_file=input_file)
+    result = run_script("run_pretraining", flags,
+                        inputs=[input_file or ctx.a.tfrecord, config or ctx.a.config] +
+                        list(inputs), outputs=[ctx.dir])
+    line = assert_error(result, "run_pretraining", *needles)
+    if os.path.isdir(out):  # nothing but the model config, written atomically
+        assert set(os.listdir(out)) <= {"bert_config.json"}, os.listdir(out)
+    return line
+
+
+@case()
+def run_pretraining_empty_tfrecord(ctx):
+    empty = ctx.path("empty.tfrecord")
+    open(empty, "wb").close()
+    _pretrain_refusal(ctx, ["--do_train", "--num_train_steps=2"], empty, "no records",
+                      input_file=empty)
+
+
+@case()
+def run_pretraining_tfrecord_cut_inside_a_record_header(ctx):
+    with open(ctx.a.tfrecord, "rb") as f:
+        data = f.read()
+    (length,) = struct.unpack("<Q", data[:8])
+    boundary = 8 + 4 + length + 4  # the end of the first record
+    cut = ctx.path("cut.tfrecord")
+    with open(cut, "wb") as f:
+        f.write(data[:boundary + 5])
+    _pretrain_refusal(ctx, ["--do_train", "--num_train_steps=2"], cut, "header",
+                      input_file=cut)
+
+
+@case()
+def run_pretraining_text_file_as_tfrecord(ctx):
+    _pretrain_refusal(ctx, ["--do_train", "--num_train_steps=2"], ctx.a.corpus,
+                      "not a TFRecord file", input_file=ctx.a.corpus)
+
+
+@case()
+def run_pretraining_tfrecord_of_another_max_seq_length(ctx):
+    # A position table of 64, so that only the file contradicts --max_seq_length=64.
+    config = ctx.config(max_position_embeddings=64)
+    _pretrain_refusal(ctx, ["--do_train", "--num_train_steps=2", "--max_seq_length=64"],
+                      ctx.a.tfrecord, "--max_seq_length=64", config=config)
+
+
+@case()
+def run_pretraining_output_dir_is_a_file(ctx):
+    out = ctx.path("run")
+    with open(out, "w") as f:
+        f.write("the user's file\n")
+    result = run_script("run_pretraining", ctx.pretrain_flags(
+        out, "--do_train", "--num_train_steps=2"),
+        inputs=[ctx.a.tfrecord, ctx.a.config, out])
+    assert_error(result, "run_pretraining", "--output_dir=%s" % out)
+
+
+def _learning_rate_case(value):
+    def fn(ctx):
+        _pretrain_refusal(ctx, ["--do_train", "--num_train_steps=2",
+                                "--learning_rate=%s" % value], "--learning_rate=")
+        assert not os.path.exists(ctx.path("run")), "refused after creating --output_dir"
+    fn.__name__ = "run_pretraining_learning_rate_%s" % value.replace("-", "minus_")
+    return case()(fn)
+
+
+for _value in ("nan", "inf", "-1"):
+    _learning_rate_case(_value)
+
+
+@case()
+def run_pretraining_num_train_steps_0_with_do_train(ctx):
+    _pretrain_refusal(ctx, ["--do_train", "--num_train_steps=0"], "--num_train_steps=0",
+                      "--do_train")
+
+
+@case()
+def run_pretraining_train_batch_size_0(ctx):
+    _pretrain_refusal(ctx, ["--do_train", "--num_train_steps=2", "--train_batch_size=0"],
+                      "--train_batch_size=0")
+
+
+@case()
+def config_without_hidden_size(ctx):
+    config = ctx.config(hidden_size=None)
+    _pretrain_refusal(ctx, ["--do_train", "--num_train_steps=2"], config, "hidden_size",
+                      config=config)
+
+
+@case()
+def config_with_misspelt_key(ctx):
+    config = ctx.config(hidden_size=None, hiddensize=16)
+    _pretrain_refusal(ctx, ["--do_train", "--num_train_steps=2"], config, "hiddensize",
+                      config=config)
+
+
+@case()
+def config_with_unknown_hidden_act(ctx):
+    config = ctx.config(hidden_act="nonsense")
+    _pretrain_refusal(ctx, ["--do_train", "--num_train_steps=2"], config, "hidden_act",
+                      "nonsense", config=config)
+
+
+def _extract_features(ctx, *extra, input_file=None, vocab=None, checkpoint=None):
+    input_file = input_file or ctx.path("input.txt")
+    if not os.path.exists(input_file):
+        with open(input_file, "w", encoding="utf-8") as f:
+            f.write("The river runs to the sea.\nFish swim. ||| They swim.\n")
+    out_dir = ctx.path("out")
+    output = os.path.join(out_dir, "features.jsonl")
+    vocab = vocab or ctx.a.vocab
+    checkpoint = checkpoint or ctx.a.checkpoint
+    args = ["--input_file=%s" % input_file, "--output_file=%s" % output,
+            "--vocab_file=%s" % vocab, "--bert_config_file=%s" % ctx.a.config,
+            "--init_checkpoint=%s" % checkpoint, "--max_seq_length=16",
+            "--layers=-1"] + list(extra)
+    inputs = [input_file, vocab, ctx.a.config, checkpoint if os.path.isfile(checkpoint)
+              else ctx.a.model_dir]
+    existed = os.path.exists(output)
+    result = run_script("extract_features", args, inputs=inputs + ([output] if existed else []),
+                        outputs=[ctx.dir])
+    return result, output
+
+
+@case()
+def extract_features_bad_layers(ctx):
+    result, output = _extract_features(ctx, "--layers=-1,x")
+    assert_error(result, "extract_features", "--layers=-1,x")
+    assert not os.path.exists(output)
+
+
+@case()
+def extract_features_invalid_utf8_input(ctx):
+    input_file = ctx.path("input.txt")
+    with open(input_file, "wb") as f:
+        f.write(b"The river runs to the sea.\nabc \xff\xfe def\n")
+    # A previous run's output must survive the failed one.
+    os.makedirs(ctx.path("out"))
+    with open(ctx.path("out", "features.jsonl"), "w") as f:
+        f.write('{"linex_index": 0}\n')
+    result, _ = _extract_features(ctx, input_file=input_file)
+    assert_error(result, "extract_features", "%s:2:" % input_file, "UTF-8")
+    assert os.listdir(ctx.path("out")) == ["features.jsonl"]
+
+
+@case()
+def extract_features_vocab_smaller_than_the_config(ctx):
+    vocab = ctx.path("small_vocab.txt")
+    with open(ctx.a.vocab, encoding="utf-8") as src, open(vocab, "w", encoding="utf-8") as dst:
+        dst.writelines(list(src)[:2000])
+    result, output = _extract_features(ctx, vocab=vocab)
+    assert_error(result, "extract_features", "--vocab_file=%s" % vocab, "2000",
+                 "vocab_size=%d" % ctx.a.vocab_size)
+    assert not os.path.exists(output)
+
+
+def _safetensors_case(name, header, *needles):
+    def fn(ctx):
+        path = _write_safetensors(ctx.path("model.safetensors"), header())
+        result, output = _extract_features(ctx, checkpoint=path)
+        assert_error(result, "extract_features", path, *needles)
+        assert not os.path.exists(output)
+    fn.__name__ = "extract_features_safetensors_" + name
+    return case()(fn)
+
+
+_safetensors_case("header_without_dtype", lambda: json.dumps(
+    {"bert.embeddings.word_embeddings.weight": {"shape": [2], "data_offsets": [0, 8]}}
+).encode(), "no 'dtype'")
+_safetensors_case("header_with_a_non_object_entry", lambda: json.dumps(
+    {"bert.embeddings.word_embeddings.weight": [1, 2, 3]}).encode(), "expected an object")
+_safetensors_case("header_nested_200000_levels", lambda: (
+    b'{"a":' * 200000 + b"1" + b"}" * 200000), "nested too deeply")
+
+
+@case()
+def predict_masked_mask_beyond_max_seq_length(ctx):
+    text = "one two three four five six seven eight nine ten [MASK]"
+    result = run_script("predict_masked", [
+        "--bert_config_file=%s" % ctx.a.config, "--vocab_file=%s" % ctx.a.vocab,
+        "--init_checkpoint=%s" % ctx.a.checkpoint, "--max_seq_length=8", "--text=%s" % text],
+        inputs=[ctx.a.config, ctx.a.vocab, ctx.a.model_dir])
+    assert_error(result, "predict_masked", "--max_seq_length=8", "[MASK]")
+
+
+@case()
+def predict_masked_negative_top_k(ctx):
+    result = run_script("predict_masked", [
+        "--bert_config_file=%s" % ctx.a.config, "--vocab_file=%s" % ctx.a.vocab,
+        "--init_checkpoint=%s" % ctx.a.checkpoint, "--top_k=-1", "--text=a [MASK] b"],
+        inputs=[ctx.a.config, ctx.a.vocab, ctx.a.model_dir])
+    assert_error(result, "predict_masked", "--top_k", status=2)
+
+
+@case()
+def run_classifier_generic_row_with_an_extra_column(ctx):
+    data = ctx.path("data")
+    os.makedirs(data)
+    train = os.path.join(data, "train.tsv")
+    with open(train, "w") as f:
+        f.write("sentence\tlabel\nthe river runs\tpos\nfish swim\tin the sea\tneg\n"
+                "the sun rises\tpos\n")
+    out = ctx.path("run")
+    result = run_script("run_classifier", [
+        "--task_name=generic", "--data_dir=%s" % data, "--do_train",
+        "--output_dir=%s" % out, "--vocab_file=%s" % ctx.a.vocab,
+        "--bert_config_file=%s" % ctx.a.config, "--init_checkpoint=%s" % ctx.a.checkpoint,
+        "--max_seq_length=16", "--train_batch_size=2", "--num_train_epochs=1"],
+        inputs=[data, ctx.a.vocab, ctx.a.config, ctx.a.model_dir], outputs=[ctx.dir])
+    assert_error(result, "run_classifier", "%s:3:" % train, "columns")
+    assert not os.path.exists(os.path.join(out, "checkpoint"))
+
+
+# ------------------------------------------------------------------ runner
+
+def _selected(request):
+    """The cases the session's selection (-k, node ids) includes, with what they need."""
+    this_file = os.path.abspath(__file__)
+    names = set()
+    for item in request.session.items:
+        callspec = getattr(item, "callspec", None)
+        if (callspec is not None and "name" in callspec.params and
+                os.path.abspath(str(item.fspath)) == this_file):
+            names.add(callspec.params["name"])
+    pending = list(names)
+    while pending:
+        for need in CASES[pending.pop()][1]:
+            if need not in names:
+                names.add(need)
+                pending.append(need)
+    return [name for name in CASES if name in names]  # definition order: needs first
+
+
+@pytest.fixture(scope="module")
+def outcomes(request, artefacts, tmp_path_factory):
+    names = _selected(request)
+    directories = {name: tmp_path_factory.mktemp(name[:40]) for name in names}
+    futures = {}
+    start = time.time()
+    with concurrent.futures.ThreadPoolExecutor(PARALLEL) as pool:
+        for name in names:
+            futures[name] = pool.submit(CASES[name][0], Context(artefacts, directories[name],
+                                                                futures))
+    sys.stderr.write("\n%d script cases in %.0f s\n" % (len(names), time.time() - start))
+    return futures
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_script(outcomes, name):
+    outcomes[name].result()  # re-raises the case's own assertion, with its traceback
