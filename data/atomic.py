@@ -34,7 +34,8 @@ import threading
 from data import termination
 
 __all__ = ["OutputConflictError", "TemporaryOutputs", "atomic_output", "check_outputs",
-           "commit", "discard", "live_temporaries", "sweep_stale_temporaries", "temporary_name", "write_text"]
+           "commit", "discard", "live_temporaries", "pid_alive", "sweep_stale_temporaries",
+           "temporary_name", "write_text"]
 
 _LOCK = threading.Lock()
 _LIVE = set()
@@ -137,13 +138,16 @@ def _remove_all_live():
 termination.at_forced_exit(_remove_all_live)
 
 
-def _pid_alive(pid):
+def pid_alive(pid):
+    """Whether process `pid` of this host exists (a PermissionError means it does)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
+    except (OverflowError, ValueError):
+        return False
     return True
 
 
@@ -166,7 +170,7 @@ def sweep_stale_temporaries(directory):
         if not match or match.group("host") != host:
             continue
         pid = int(match.group("pid"))
-        if pid == os.getpid() or _pid_alive(pid):
+        if pid == os.getpid() or pid_alive(pid):
             continue
         path = os.path.join(directory, name.rstrip("/"))
         _remove(path)

@@ -40,18 +40,6 @@ class RunLockError(ValueError):
     """The output directory belongs to another run."""
 
 
-def _pid_alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except (OverflowError, ValueError):
-        return False
-    return True
-
-
 class OutputDirLock(object):
     """Exclusive ownership of `directory` by this process."""
 
@@ -114,7 +102,7 @@ class OutputDirLock(object):
         if isinstance(owner, dict):
             pid, host = owner.get("pid"), owner.get("host")
             if host == socket.gethostname() and isinstance(pid, int):
-                if pid != os.getpid() and _pid_alive(pid):
+                if pid != os.getpid() and atomic.pid_alive(pid):
                     raise RunLockError(
                         "%s=%s is in use by another run (pid %d on this host, started %s: "
                         "%s); wait for it or choose another %s"
