@@ -11,8 +11,15 @@ Training reads repeat forever with files shuffled and read in parallel
 (interleaved), records shuffled in a buffer, and batches prefetched, so the
 input pipeline stays ahead of the model. Evaluation reads files in order,
 once (or repeated, for a fixed number of eval steps).
+
+`data_service_input_fn` moves a training input function onto a tf.data
+service (``--data_service_address``): the dataset it builds runs on the
+service's workers, and the trainer only receives finished batches.
 """
 
+import re
+
+from absl import logging
 import tensorflow as tf
 
 from data import corpus as corpus_lib
@@ -120,3 +127,190 @@ def pretraining_input_fn_builder(input_files, max_seq_length, max_predictions_pe
                                    batch_size, is_training, input_context=input_context,
                                    **kwargs)
     return input_fn
+
+
+# ---------------------------------------------------------------------------
+# Training input from a tf.data service.
+# ---------------------------------------------------------------------------
+
+# "distributed_epoch" (the default): the dispatcher hands the source's splits
+# (here: input files, one repetition at a time) to the service's workers,
+# each split to one worker, so each repetition of the data is produced once
+# however many workers there are, and fast workers take more splits. It is
+# at most once: a worker that fails loses the files it was reading, and on
+# finite data each worker drops its own last partial batch (training data
+# repeats forever). "parallel_epochs": every worker runs the whole dataset,
+# so N workers send each example N times (N identical streams when the
+# pipeline is seeded); only for datasets whose source cannot be split.
+DATA_SERVICE_PROCESSING_MODES = ("distributed_epoch", "parallel_epochs")
+DEFAULT_DATA_SERVICE_PROCESSING_MODE = "distributed_epoch"
+# The protocols of an open-source tf.data service dispatcher.
+DATA_SERVICE_PROTOCOLS = ("grpc",)
+
+_ADDRESS = re.compile(r"^(?P<protocol>[A-Za-z][A-Za-z0-9+.-]*)://"
+                      r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^\s/:\[\]]+):(?P<port>\d{1,5})$")
+
+
+def check_data_service(address, job_name=None,
+                       processing_mode=DEFAULT_DATA_SERVICE_PROCESSING_MODE):
+    """Checks tf.data service settings; raises a one-line ValueError naming the flag.
+
+    Args:
+      address: the dispatcher, ``grpc://HOST:PORT`` (``--data_service_address``),
+        or None/"" for local input.
+      job_name: ``--data_service_job_name``, or None/"": consumers that give
+        the same name share one job (each batch goes to one of them).
+      processing_mode: one of `DATA_SERVICE_PROCESSING_MODES`.
+
+    Returns:
+      True when training input goes through a service, False otherwise.
+    """
+    if not address:
+        if job_name:
+            raise ValueError(
+                "--data_service_job_name=%s needs --data_service_address (the tf.data "
+                "service dispatcher, grpc://HOST:PORT)" % job_name)
+        return False
+    match = _ADDRESS.match(address)
+    if not match:
+        raise ValueError(
+            "--data_service_address=%s: expected the dispatcher as PROTOCOL://HOST:PORT, "
+            "e.g. grpc://localhost:5050" % address)
+    if match.group("protocol") not in DATA_SERVICE_PROTOCOLS:
+        raise ValueError("--data_service_address=%s: unknown protocol %r; expected %s"
+                         % (address, match.group("protocol"),
+                            " or ".join("%s://HOST:PORT" % p for p in DATA_SERVICE_PROTOCOLS)))
+    if not 0 < int(match.group("port")) < 65536:
+        raise ValueError("--data_service_address=%s: port %s is not in 1..65535"
+                         % (address, match.group("port")))
+    if job_name and job_name != job_name.strip():
+        raise ValueError("--data_service_job_name=%r: expected a name without leading or "
+                         "trailing blanks" % job_name)
+    if processing_mode not in DATA_SERVICE_PROCESSING_MODES:
+        raise ValueError("data service processing mode %r: expected one of %s"
+                         % (processing_mode, ", ".join(DATA_SERVICE_PROCESSING_MODES)))
+    return True
+
+
+def distribute_through_service(dataset, address, job_name=None,
+                               processing_mode=DEFAULT_DATA_SERVICE_PROCESSING_MODE):
+    """`dataset`, produced by the tf.data service at `address` (see `check_data_service`).
+
+    The dataset's definition is sent to the dispatcher and runs on the
+    service's workers: everything it uses must be a TensorFlow op (no
+    `py_function`), custom ops (tensorflow_text) must be loaded in the worker
+    processes, and the files it names must be readable there under the same
+    paths.
+    """
+    check_data_service(address, job_name, processing_mode)
+    return dataset.apply(tf.data.experimental.service.distribute(
+        processing_mode=processing_mode, service=address, job_name=job_name or None))
+
+
+def data_service_input_fn(input_fn, address, job_name=None,
+                          processing_mode=DEFAULT_DATA_SERVICE_PROCESSING_MODE):
+    """Wraps ``input_fn(input_context)`` so its batches come from a tf.data service.
+
+    The wrapped dataset is built as for ONE input pipeline (nothing sharded
+    by `input_context`) with the per-replica batch size, so every training
+    worker registers the same dataset; workers that share `job_name` then
+    share one job, and the service divides the batches between them (what
+    `input_context` sharding does locally). Several input pipelines
+    (multi-worker training) therefore need a `job_name`: without one each
+    would read the whole data set. The dispatcher knows a job by its name
+    only: a consumer naming a job that exists reads that job's batches,
+    whatever dataset it built itself. So give each training run a name of
+    its own (another run reusing it while the dispatcher still holds the
+    old job would silently read the old job's data).
+
+    With the default "distributed_epoch" mode the order in which batches
+    arrive depends on the service's workers; with one service worker and a
+    seeded pipeline it is the local order. The trainer's resume (it skips the
+    batches already trained on, `Trainer._skipping_input_fn`) skips them on
+    the consumer side: from a new job this replays the local stream; a
+    resumed run that rejoins a job the dispatcher still holds (same
+    `job_name`, within the dispatcher's job_gc_timeout) continues that job's
+    stream and skips as many batches again.
+
+    Args:
+      input_fn: ``fn(input_context=None) -> tf.data.Dataset`` of per-replica
+        batches (what the pipelines' `input_fn` return).
+      address, job_name, processing_mode: see `check_data_service`.
+
+    Returns:
+      ``fn(input_context=None) -> tf.data.Dataset`` for
+      ``strategy.distribute_datasets_from_function``.
+    """
+    check_data_service(address, job_name, processing_mode)
+
+    def service_input_fn(input_context=None):
+        single = None
+        if input_context is not None:
+            if input_context.num_input_pipelines > 1 and not job_name:
+                raise ValueError(
+                    "--data_service_address with %d input pipelines (multi-worker "
+                    "training) needs --data_service_job_name, so that they share one job "
+                    "and each batch goes to one of them"
+                    % input_context.num_input_pipelines)
+            # The same dataset in every pipeline; batch size per replica.
+            single = tf.distribute.InputContext(
+                num_input_pipelines=1, input_pipeline_id=0,
+                num_replicas_in_sync=input_context.num_replicas_in_sync)
+        dataset = input_fn(single)
+        logging.info("Training input from the tf.data service %s (job %s, %s)", address,
+                     job_name or "anonymous", processing_mode)
+        return distribute_through_service(dataset, address, job_name, processing_mode)
+
+    return service_input_fn
+
+
+def start_data_service_server(role, port=0, dispatcher_address=None, worker_address=None,
+                              work_dir=None):
+    """Starts a tf.data service dispatcher or worker in this process.
+
+    Args:
+      role: "dispatcher" or "worker".
+      port: the port to listen on (0: any free port).
+      dispatcher_address: the worker's dispatcher, grpc://HOST:PORT.
+      worker_address: the HOST:PORT under which trainers reach this worker
+        ("%port%" is replaced by the port); TensorFlow's default,
+        localhost:%port%, only serves trainers on the same machine.
+      work_dir: the dispatcher's journal directory: with it, a restarted
+        dispatcher recovers its jobs (fault-tolerant mode).
+
+    Returns:
+      the started `DispatchServer` / `WorkerServer` (its ``target`` /
+      ``_address`` say where it listens; ``stop()`` ends it).
+    """
+    service = tf.data.experimental.service
+    if not 0 <= port < 65536:
+        raise ValueError("--port=%d: expected 0 (any free port) to 65535" % port)
+    if role == "dispatcher":
+        if dispatcher_address or worker_address:
+            raise ValueError("--dispatcher_address and --worker_address are worker "
+                             "settings; a dispatcher takes --port and --work_dir")
+        return service.DispatchServer(service.DispatcherConfig(
+            port=port, work_dir=work_dir, fault_tolerant_mode=bool(work_dir)))
+    if role != "worker":
+        raise ValueError("--role=%s: expected dispatcher or worker" % role)
+    if not dispatcher_address:
+        raise ValueError("--dispatcher_address is required for a worker (the dispatcher, "
+                         "grpc://HOST:PORT)")
+    if work_dir:
+        raise ValueError("--work_dir is a dispatcher setting")
+    # Reuse the address check of the trainers' flag, under this flag's name.
+    try:
+        check_data_service(dispatcher_address)
+    except ValueError as e:
+        raise ValueError(str(e).replace("--data_service_address", "--dispatcher_address",
+                                        1)) from None
+    try:
+        # The ops of the raw-text pipelines (tokenizers, masking) must be
+        # registered where the datasets run.
+        import tensorflow_text  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+    except ImportError:  # pragma: no cover - tensorflow_text is a requirement
+        logging.warning("tensorflow_text is not installed: datasets that use its ops "
+                        "cannot run on this worker")
+    return service.WorkerServer(service.WorkerConfig(
+        dispatcher_address=dispatcher_address.split("://", 1)[1], port=port,
+        worker_address=worker_address))

@@ -39,6 +39,7 @@ GRACEFUL_GRACE_SECONDS = 300.0
 
 _state = {"depth": 0, "requested": False, "installed": False, "handled": 0, "received": 0}
 _forced_exit_hooks = []
+_request_hooks = []
 
 
 def at_forced_exit(fn):
@@ -97,6 +98,12 @@ def _start_watchdog():
                 continue
             _state["received"] += data.count(signal.SIGTERM)
             received = _state["received"]
+            if _state["depth"] > 0:
+                for hook in list(_request_hooks):
+                    try:
+                        hook()
+                    except Exception:  # pylint: disable=broad-except
+                        pass
             grace = GRACEFUL_GRACE_SECONDS if _state["depth"] > 0 else GRACE_SECONDS
             deadline = time.monotonic() + grace
             while time.monotonic() < deadline:
@@ -123,6 +130,21 @@ def _forced_exit():
         except Exception:  # pylint: disable=broad-except
             pass
     os._exit(EXIT_STATUS)  # pylint: disable=protected-access
+
+
+@contextlib.contextmanager
+def on_request(fn):
+    """Within this block, `fn()` runs in a helper thread as soon as SIGTERM arrives.
+
+    For work that does not return to Python between safe points (a graph
+    loop of many training steps): `fn` can set a flag that the loop reads,
+    so it stops at its next step. Only inside `graceful()` blocks.
+    """
+    _request_hooks.append(fn)
+    try:
+        yield
+    finally:
+        _request_hooks.remove(fn)
 
 
 def requested():

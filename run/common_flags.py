@@ -39,6 +39,11 @@ def define_trainer_flags(optimizer=True):
                       "that update and go on.")
     flags.DEFINE_integer("log_steps", 100,
                          "Steps between progress lines and TensorBoard points.")
+    flags.DEFINE_integer("steps_per_loop", 1,
+                         "Training steps per call into TensorFlow (one graph loop; cuts "
+                         "host round trips). A loop stops at logging and checkpoint "
+                         "boundaries, at SIGTERM and at a non-finite update.")
+    flags.DEFINE_alias("iterations_per_loop", "steps_per_loop")
 
 
 def present_flag_values(job_class):
@@ -56,3 +61,16 @@ def job_from_flags(job_class, **overrides):
         elif field.name in FLAGS:
             values[field.name] = FLAGS[field.name].value
     return job_class(**values)
+
+
+def define_data_service_flags():
+    """Training input from a tf.data service (see `data.input_pipeline.data_service_input_fn`)."""
+    flags.DEFINE_string("data_service_address", None,
+                        "Read the training batches from this tf.data service dispatcher, "
+                        "grpc://HOST:PORT: the input pipeline runs on the service's "
+                        "workers (for training that the host CPU cannot feed). Evaluation "
+                        "still reads locally.")
+    flags.DEFINE_string("data_service_job_name", None,
+                        "tf.data service job to share: trainers with the same name split "
+                        "the batches between them (multi-worker training needs one). One "
+                        "name per training run: a job is known by its name only.")

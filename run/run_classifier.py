@@ -120,6 +120,7 @@ flags.DEFINE_string("xnli_language", "zh", "xnli: the language to train and eval
 # tf.distribute instead of TPUEstimator, XLA, precision, optimizer, checkpoints
 # and logging: the flags every training script shares.
 common_flags.define_trainer_flags()
+common_flags.define_data_service_flags()
 flags.DEFINE_string("export_dir", None,
                     "Write a SavedModel for serving here: raw strings in (text_a, or "
                     "text_a and text_b with the serving_pair signature), probabilities out, "

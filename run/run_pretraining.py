@@ -63,6 +63,7 @@ flags.DEFINE_string("eval_input_file", None,
                     "Held-out input files for --do_eval (default: --input_file, as Google's "
                     "script evaluates on its training files).")
 common_flags.define_trainer_flags()
+common_flags.define_data_service_flags()
 flags.DEFINE_integer("seed", None, "Random seed for weights and input shuffling.")
 flags.DEFINE_string("vocab_file", None,
                     "Vocabulary of recipes that tokenize raw text (and of the demo job).")

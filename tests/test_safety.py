@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import types
 
@@ -260,7 +261,7 @@ class Blowup(keras.Model):
         return loss, {"loss": (loss, tf.constant(1.0))}
 
 
-def _nan_trainer(model_dir, policy, bad_step=3, steps=6):
+def _nan_trainer(model_dir, policy, bad_step=3, steps=6, steps_per_loop=1, save_every=1):
     holder = {}
 
     def model_fn():
@@ -273,7 +274,8 @@ def _nan_trainer(model_dir, policy, bad_step=3, steps=6):
         tf.distribute.OneDeviceStrategy("/cpu:0"), model_fn,
         lambda: optimization.create_optimizer(0.1, steps, 0),
         model_dir=str(model_dir), train_batch_size=4, num_train_steps=steps,
-        save_checkpoints_steps=1, log_steps=1, nan_policy=policy)
+        save_checkpoints_steps=save_every, log_steps=save_every, nan_policy=policy,
+        steps_per_loop=steps_per_loop)
     holder["model"].clock.step = trainer.optimizer.iterations
     return trainer
 
@@ -315,6 +317,48 @@ def test_nan_policy_skip_goes_on_without_touching_the_weights(tmp_path):
         stopped.train(_nan_input_fn)
     for mine, theirs in zip(weights, stopped.model.get_weights()):
         np.testing.assert_array_equal(mine, theirs)
+
+
+def test_nan_stops_a_graph_loop_at_the_bad_update(tmp_path):
+    """With 10 updates per call, the loop itself ends at the first NaN update."""
+    looped = _nan_trainer(tmp_path / "loop", "stop", steps=10, steps_per_loop=10,
+                          save_every=10)
+    with pytest.raises(trainer_lib.NonFiniteLossError,
+                       match=r"step 4: .*Last good checkpoint: none"):
+        looped.train(_nan_input_fn)
+    assert looped.current_step() == 4
+    assert int(looped.optimizer.nonfinite_updates.numpy()) == 1
+    stepped = _nan_trainer(tmp_path / "steps", "stop", steps=10)
+    with pytest.raises(trainer_lib.NonFiniteLossError):
+        stepped.train(_nan_input_fn)
+    for mine, theirs in zip(looped.model.get_weights(), stepped.model.get_weights()):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-6)
+
+
+def test_sigterm_stops_a_graph_loop_after_the_current_update(tmp_path):
+    """A loop of 10,000 updates (one call into TensorFlow) ends soon after
+    SIGTERM, with a checkpoint of the step it reached."""
+    trainer = _nan_trainer(tmp_path, "stop", bad_step=10 ** 9, steps=10000,
+                           steps_per_loop=10000, save_every=10000)
+    termination.install()
+
+    def kill_when_started():
+        while int(trainer.optimizer.iterations.numpy()) < 5:
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    killer = threading.Thread(target=kill_when_started, daemon=True)
+    try:
+        killer.start()
+        with pytest.raises(termination.Terminated, match="terminated by SIGTERM at step"):
+            trainer.train(_nan_input_fn)
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        killer.join()
+    step = trainer.current_step()
+    assert 5 <= step < 10000
+    latest = tf.train.latest_checkpoint(str(tmp_path))
+    assert os.path.basename(latest) == "ckpt-%d" % step
 
 
 def test_bad_nan_policy_and_learning_rates_are_named():

@@ -254,6 +254,38 @@ def test_xla_step_matches_the_plain_step(tmp_path, synthetic_file):
     assert not np.allclose(weights[True][0], initial[0])
 
 
+def test_steps_per_loop_equals_one_step_per_call(tmp_path, synthetic_file):
+    """Seven updates run 4 per graph loop (the loops stop at the logging
+    boundary, step 3, and at the checkpoint, step 6) end where seven separate
+    calls end, and log the same metrics at the same steps."""
+    keras.utils.set_random_seed(1)
+    initial = recipes.build_bert_pretrainer(_tiny_config()).get_weights()
+    runs = {}
+    for loop in (1, 4):
+        trainer = _make_trainer(tmp_path / ("loop%d" % loop), steps=7, save_every=6,
+                                weights=initial, log_steps=3)
+        trainer.steps_per_loop = loop
+        trainer.train(_input_fn(synthetic_file, 8))
+        runs[loop] = trainer
+    assert [n for n, _ in runs[4].history] == [3, 6, 7] == [n for n, _ in runs[1].history]
+    for (_, a), (_, b) in zip(runs[1].history, runs[4].history):
+        assert a["loss"] == pytest.approx(b["loss"], rel=1e-5)
+    for a, b in zip(_weights(runs[1]), _weights(runs[4])):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert sorted(os.path.basename(p) for p in glob.glob(str(tmp_path / "loop4" / "ckpt-*.index"))) \
+        == ["ckpt-6.index", "ckpt-7.index"]
+    lengths = []
+    step = 0
+    while step < 7:
+        lengths.append(runs[4]._loop_length(step))  # pylint: disable=protected-access
+        step += lengths[-1]
+    assert lengths == [3, 3, 1]
+    with pytest.raises(ValueError, match="--steps_per_loop"):
+        trainer_lib.Trainer(
+            tf.distribute.get_strategy(), lambda: None, lambda: None, model_dir="/tmp/unused",
+            train_batch_size=1, num_train_steps=1, steps_per_loop=0)
+
+
 @pytest.fixture(scope="module")
 def heldout_file(tmp_path_factory):
     """Other sentences of the same distribution (seed 1): 32 examples, 4 batches of 8."""

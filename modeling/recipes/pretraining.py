@@ -26,6 +26,7 @@ import keras
 import tensorflow as tf
 
 from data import corpus
+from data import input_pipeline
 from modeling import checkpoints
 from modeling import recipes
 from modeling import registry
@@ -91,8 +92,12 @@ class PretrainingJob:
     gradient_accumulation_steps: int = 1
     keep_checkpoint_max: int = 5
     log_steps: int = 100
+    steps_per_loop: int = 1
     seed: Optional[int] = None
     nan_policy: str = "stop"
+    # Training batches from a tf.data service (data.input_pipeline.data_service_input_fn).
+    data_service_address: Optional[str] = None
+    data_service_job_name: Optional[str] = None
     demo: bool = False
 
     @classmethod
@@ -184,6 +189,7 @@ def run(job):
     if job.nan_policy not in trainer_lib.NAN_POLICIES:
         raise ValueError("--nan_policy=%s: expected one of %s"
                          % (job.nan_policy, ", ".join(trainer_lib.NAN_POLICIES)))
+    input_pipeline.check_data_service(job.data_service_address, job.data_service_job_name)
     if job.seed is not None:
         keras.utils.set_random_seed(job.seed)
     if job.mixed_precision:
@@ -272,11 +278,18 @@ def _run_in_output_dir(job, recipe, pipeline, config, strategy):
         save_checkpoints_steps=job.save_checkpoints_steps,
         keep_checkpoint_max=job.keep_checkpoint_max, log_steps=job.log_steps,
         gradient_accumulation_steps=job.gradient_accumulation_steps,
-        use_xla=job.use_xla, init_fn=init_fn, nan_policy=job.nan_policy)
+        use_xla=job.use_xla, init_fn=init_fn, nan_policy=job.nan_policy,
+        steps_per_loop=job.steps_per_loop)
 
     if job.do_train:
+        train_input_fn = pipeline.input_fn(train_inputs, True, job.train_batch_size)
+        if job.data_service_address:
+            # Only training reads through the service: evaluation and the
+            # baselines read the held-out files once, in order, here.
+            train_input_fn = input_pipeline.data_service_input_fn(
+                train_input_fn, job.data_service_address, job.data_service_job_name)
         with _naming_damaged_input("--input_file", train_inputs):
-            trainer.train(pipeline.input_fn(train_inputs, True, job.train_batch_size))
+            trainer.train(train_input_fn)
     results = {}
     if job.do_eval:
         with _naming_damaged_input("--eval_input_file" if job.eval_input_file

@@ -44,6 +44,7 @@ import numpy as np
 import tensorflow as tf
 
 from data import atomic
+from data import input_pipeline
 from data import processors as processors_lib
 from data import tokenization
 from modeling import checkpoints
@@ -132,7 +133,11 @@ class ClassifierJob:
     gradient_accumulation_steps: int = 1
     keep_checkpoint_max: int = 5
     log_steps: int = 100
+    steps_per_loop: int = 1
     nan_policy: str = "stop"
+    # Training batches from a tf.data service (data.input_pipeline.data_service_input_fn).
+    data_service_address: Optional[str] = None
+    data_service_job_name: Optional[str] = None
     # Serving and randomness.
     export_dir: Optional[str] = None
     seed: Optional[int] = None
@@ -201,6 +206,11 @@ def _check_job(job):
             "At least one of `do_train`, `do_eval` or `do_predict` must be True.")
     for name in ("data_dir", "bert_config_file", "output_dir"):
         _require(job, name)
+    try:
+        input_pipeline.check_data_service(job.data_service_address,
+                                          job.data_service_job_name)
+    except ValueError as e:
+        raise ClassifierJobError(str(e)) from None
     if job.export_dir:
         export_dir = os.path.abspath(job.export_dir)
         for name in ("output_dir", "data_dir"):
@@ -414,7 +424,8 @@ def _run_in_output_dir(job, bert_config, processor, task_type, tokenizer, label_
         num_train_steps=num_train_steps, save_checkpoints_steps=job.save_checkpoints_steps,
         keep_checkpoint_max=job.keep_checkpoint_max, log_steps=job.log_steps,
         gradient_accumulation_steps=job.gradient_accumulation_steps,
-        use_xla=job.use_xla, init_fn=init_fn, nan_policy=job.nan_policy)
+        use_xla=job.use_xla, init_fn=init_fn, nan_policy=job.nan_policy,
+        steps_per_loop=job.steps_per_loop)
 
     def input_fn(path, batch_size, is_training):
         # Eval and predict sets are padded to whole batches: every batch is
@@ -425,7 +436,12 @@ def _run_in_output_dir(job, bert_config, processor, task_type, tokenizer, label_
             seed=job.seed)
 
     if job.do_train:
-        trainer.train(input_fn(train_file, job.train_batch_size, True))
+        train_input_fn = input_fn(train_file, job.train_batch_size, True)
+        if job.data_service_address:
+            # Training only; eval and predict read their files once, in order.
+            train_input_fn = input_pipeline.data_service_input_fn(
+                train_input_fn, job.data_service_address, job.data_service_job_name)
+        trainer.train(train_input_fn)
     else:
         # Eval/predict only: the latest checkpoint in output_dir, else --init_checkpoint.
         trainer.restore_or_initialize()

@@ -105,7 +105,10 @@ class Trainer(object):
       log_steps: updates between progress lines and TensorBoard points.
       gradient_accumulation_steps: micro-batches per update; must match the
         optimizer's setting.
-      use_xla: compile the forward and backward pass with XLA.
+      use_xla: compile the training step with XLA: on one replica the whole
+        step (forward, backward, optimizer update, metrics) is one XLA
+        computation; with several replicas the forward and backward pass
+        (the all-reduce and the update stay outside).
       init_fn: optional `fn(model)` run once when there is no checkpoint to
         resume from (e.g. loading `--init_checkpoint`).
       checkpoint_data_position: on resume, skip the micro-batches already
@@ -117,13 +120,18 @@ class Trainer(object):
       nan_policy: "stop" (raise `NonFiniteLossError` at the first update
         whose gradient is NaN or infinite; that update is not applied and
         no checkpoint is written) or "skip" (skip such updates and go on).
+      steps_per_loop: updates run by one call into TensorFlow (a graph loop,
+        as Model Garden's Orbit does), which cuts the host round trips
+        between steps. A loop never crosses a logging or checkpoint
+        boundary, and it ends early at a non-finite update
+        (nan_policy="stop") or when SIGTERM arrives.
     """
 
     def __init__(self, strategy, model_fn, optimizer_fn, model_dir, train_batch_size,
                  num_train_steps, save_checkpoints_steps=1000, keep_checkpoint_max=5,
                  log_steps=100, gradient_accumulation_steps=1, use_xla=False,
                  init_fn=None, checkpoint_data_position=True, loss_scale=None,
-                 nan_policy="stop"):
+                 nan_policy="stop", steps_per_loop=1):
         if nan_policy not in NAN_POLICIES:
             raise ValueError("nan_policy (--nan_policy) must be one of %s, got %r"
                              % (", ".join(NAN_POLICIES), nan_policy))
@@ -137,6 +145,10 @@ class Trainer(object):
         self.log_steps = max(1, int(log_steps))
         self.accumulation_steps = max(1, int(gradient_accumulation_steps))
         self.use_xla = use_xla
+        if int(steps_per_loop) < 1:
+            raise ValueError("steps_per_loop (--steps_per_loop) must be at least 1, got %r"
+                             % (steps_per_loop,))
+        self.steps_per_loop = int(steps_per_loop)
         self.init_fn = init_fn
         self.checkpoint_data_position = checkpoint_data_position
         self.is_chief = distribute.is_chief(strategy)
@@ -162,6 +174,9 @@ class Trainer(object):
         self._train_step = None
         self._eval_step = None
         self.history = []
+        # Set from the SIGTERM watchdog thread: a running graph loop stops
+        # after its current update (see data.termination.on_request).
+        self._stop_flag = tf.Variable(False, trainable=False, name="stop_requested")
 
     # ------------------------------------------------------------------ steps
 
@@ -187,18 +202,28 @@ class Trainer(object):
         return grads, metrics
 
     def _build_train_step(self):
-        loss_and_grads = self._loss_and_grads
-        if self.use_xla:
-            loss_and_grads = tf.function(loss_and_grads, jit_compile=True)
+        """Returns `train_loop(iterator, num_steps) -> summed metrics`.
+
+        Runs up to `num_steps` updates (each from `accumulation_steps`
+        micro-batches) in one graph loop; the metrics returned are the
+        (sum, count) pairs summed over the updates done.
+        """
         model, optimizer, strategy = self.model, self.optimizer, self.strategy
+        whole_step_xla = self.use_xla and strategy.num_replicas_in_sync == 1
+        loss_and_grads = self._loss_and_grads
+        if self.use_xla and not whole_step_xla:
+            loss_and_grads = tf.function(loss_and_grads, jit_compile=True)
 
         def replica_step(features):
             grads, metrics = loss_and_grads(features)
             optimizer.apply_gradients(zip(grads, model.trainable_variables))
             return metrics
 
-        @tf.function
-        def train_step(iterator):
+        if whole_step_xla:
+            # Forward, backward, update and metrics: one XLA computation.
+            replica_step = tf.function(replica_step, jit_compile=True)
+
+        def one_update(iterator):
             totals = None
             for _ in range(self.accumulation_steps):
                 per_replica = strategy.run(replica_step, args=(next(iterator),))
@@ -209,7 +234,25 @@ class Trainer(object):
                     tf.add, totals, reduced)
             return totals
 
-        return train_step
+        nonfinite = getattr(self._base_optimizer, "nonfinite_updates", None)
+        stop_on_nonfinite = self.nan_policy == "stop" and nonfinite is not None
+        stop_flag = self._stop_flag
+
+        @tf.function
+        def train_loop(iterator, num_steps):
+            start_nonfinite = (tf.identity(tf.convert_to_tensor(nonfinite))
+                               if stop_on_nonfinite else 0)
+            totals = one_update(iterator)
+            for _ in tf.range(num_steps - 1):
+                if stop_flag.read_value():
+                    break
+                if stop_on_nonfinite:
+                    if tf.not_equal(tf.convert_to_tensor(nonfinite), start_nonfinite):
+                        break
+                totals = tf.nest.map_structure(tf.add, totals, one_update(iterator))
+            return totals
+
+        return train_loop
 
     def _build_eval_step(self):
         model, strategy = self.model, self.strategy
@@ -308,7 +351,9 @@ class Trainer(object):
                          step, self.num_train_steps)
         nonfinite_counter = getattr(self._base_optimizer, "nonfinite_updates", None)
         nonfinite = _as_int(nonfinite_counter) if nonfinite_counter is not None else 0
-        with termination.graceful():
+        self._stop_flag.assign(False)
+        with termination.graceful(), termination.on_request(
+                lambda: self._stop_flag.assign(True)):
             last = self._train_loop(iterator, checkpoint, manager, writer, step, nonfinite)
         writer.flush()
         return last
@@ -323,7 +368,8 @@ class Trainer(object):
         last = {}
         nonfinite_counter = getattr(self._base_optimizer, "nonfinite_updates", None)
         while step < self.num_train_steps:
-            metrics = self._train_step(iterator)
+            metrics = self._train_step(iterator, tf.constant(
+                self._loop_length(step), tf.int32))
             step = _as_int(self.global_step)
             if nonfinite_counter is not None:
                 count = _as_int(nonfinite_counter)
@@ -369,6 +415,13 @@ class Trainer(object):
                     "terminated by SIGTERM at step %d; saved %s (run the same command "
                     "again to resume)" % (step, path))
         return last
+
+    def _loop_length(self, step):
+        """Updates for the next loop: up to the next log/checkpoint/end boundary."""
+        n = min(self.steps_per_loop, self.num_train_steps - step)
+        for every in (self.log_steps, self.save_checkpoints_steps):
+            n = min(n, every - step % every)
+        return max(1, n)
 
     def _on_nonfinite(self, step, new, total, metrics):
         loss = metrics.get("loss") if isinstance(metrics, dict) else None
