@@ -14,6 +14,13 @@ prediction, or Chinese whole-word masking over jieba words:
     --masking=span --sentence_objective=none
     --masking=ngram --sentence_objective=sop
     --masking=whole_word --chinese_word_segmentation
+
+The same files from an Apache Beam pipeline (data/pretraining/beam_pipeline.py),
+here on this machine's DirectRunner with two worker processes; Dataflow, Flink
+and Spark take their own options the same way:
+
+    --runner=beam --beam_runner=DirectRunner \
+      --beam_pipeline_options="--direct_num_workers=2 --direct_running_mode=multi_processing"
 """
 
 import os
@@ -62,6 +69,18 @@ flags.DEFINE_integer("documents_per_chunk", 10000,
 flags.DEFINE_integer("max_line_bytes", corpus.DEFAULT_MAX_LINE_BYTES,
                      "Input lines longer than this are skipped and reported.")
 flags.DEFINE_integer("log_examples", 5, "Instances of the first chunk to log.")
+flags.DEFINE_enum("runner", "local", ["local", "beam"],
+                  "local: this machine's processes (--num_workers); beam: an Apache Beam "
+                  "pipeline (--beam_runner, --beam_pipeline_options), the same output.")
+# The names of data.pretraining.beam_pipeline.RUNNERS (imported only for --runner=beam).
+flags.DEFINE_enum("beam_runner", "DirectRunner",
+                  ["DirectRunner", "DataflowRunner", "FlinkRunner", "SparkRunner"],
+                  "--runner=beam: the Beam runner.")
+flags.DEFINE_string("beam_pipeline_options", "",
+                    "--runner=beam: Beam's own options, as on a command line (split as a "
+                    "shell would), e.g. \"--direct_num_workers=2 "
+                    "--direct_running_mode=multi_processing\" or \"--project=P --region=R "
+                    "--temp_location=gs://B/tmp --setup_file=./pyproject.toml\".")
 flags.DEFINE_enum("masking", "token", list(masking.MASKING_STRATEGIES),
                   "Which positions are predicted: token (Google's, per WordPiece), "
                   "whole_word (--do_whole_word_mask), span (SpanBERT), ngram (ALBERT).")
@@ -86,6 +105,8 @@ flags.DEFINE_bool("replace_per_unit", None,
 
 
 def main(_):
+    # Beam's flags are checked before anything else happens.
+    beam_lib, beam_options = _beam_flags()
     options = pretraining_data.InstanceOptions(
         vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
         max_seq_length=FLAGS.max_seq_length,
@@ -106,11 +127,35 @@ def main(_):
     for directory in sorted({os.path.dirname(os.path.abspath(p)) for p in output_files}):
         atomic.sweep_stale_temporaries(directory)
     logging.info("*** Reading from %d input files ***", len(input_files))
-    summary = pretraining_writer.create_pretraining_data(
-        input_files, output_files, options, num_workers=FLAGS.num_workers,
-        documents_per_chunk=FLAGS.documents_per_chunk,
-        max_line_bytes=FLAGS.max_line_bytes, log_first_instances=FLAGS.log_examples)
+    if beam_lib is not None:
+        with script.filtered_stderr(beam_lib.WORKER_NOISE, quiet_loggers=["apache_beam"]):
+            summary = beam_lib.create_pretraining_data(
+                input_files, output_files, options, runner=FLAGS.beam_runner,
+                pipeline_args=beam_options, documents_per_chunk=FLAGS.documents_per_chunk,
+                max_line_bytes=FLAGS.max_line_bytes, log_first_instances=FLAGS.log_examples)
+    else:
+        summary = pretraining_writer.create_pretraining_data(
+            input_files, output_files, options, num_workers=FLAGS.num_workers,
+            documents_per_chunk=FLAGS.documents_per_chunk,
+            max_line_bytes=FLAGS.max_line_bytes, log_first_instances=FLAGS.log_examples)
     print(summary.describe())
+
+
+def _beam_flags():
+    """(beam_pipeline module, PipelineOptions) for --runner=beam, else (None, None)."""
+    if FLAGS.runner != "beam":
+        for name in ("beam_runner", "beam_pipeline_options"):
+            if FLAGS[name].present:
+                raise ValueError("--%s applies to --runner=beam (this is --runner=local)"
+                                 % name)
+        return None, None
+    if FLAGS["num_workers"].present:
+        raise ValueError("--num_workers applies to --runner=local; with --runner=beam the "
+                         "runner's options set the parallelism, e.g. --beam_pipeline_options="
+                         "\"--direct_num_workers=2 --direct_running_mode=multi_processing\"")
+    from data.pretraining import beam_pipeline  # pylint: disable=g-import-not-at-top
+    return beam_pipeline, beam_pipeline.pipeline_options(FLAGS.beam_runner,
+                                                         FLAGS.beam_pipeline_options)
 
 
 if __name__ == "__main__":

@@ -24,14 +24,21 @@ Import this module FIRST (before anything that imports TensorFlow)::
 * **SIGTERM** (`timeout`, schedulers) ends the run as an exception, so
   every temporary file is removed; a training loop first saves a checkpoint
   (`data.termination`). Exit status 143; Ctrl-C gives 130.
+* **Quiet child processes.** ``with script.filtered_stderr(noise):`` drops,
+  from what this process and the processes it starts write to standard
+  error, the lines matching `noise` and TensorFlow's start-up notices (each
+  Beam DirectRunner worker is a fresh Python process that prints both);
+  everything else passes on as it comes. Nothing is dropped when verbose.
 """
 
+import contextlib
 import os
 import re
 import sys
 import tempfile
+import threading
 
-__all__ = ["one_line", "run"]
+__all__ = ["filtered_stderr", "one_line", "run"]
 
 # TensorFlow's start-up notices on machines without a GPU, or with the
 # usual duplicate-registration warnings of GPU builds.
@@ -89,6 +96,73 @@ def _quiet_tensorflow_start():
                 sys.stderr.write(line + "\n")
         sys.stderr.flush()
 
+
+def _pump(read_fd, write_fd, noise):
+    """Copies lines from `read_fd` to `write_fd` until end of file, less the noise."""
+    pending = b""
+    with os.fdopen(read_fd, "rb", buffering=0) as source, \
+            os.fdopen(write_fd, "wb", buffering=0) as sink:
+        while True:
+            try:
+                data = source.read(65536)
+            except OSError:
+                data = b""
+            lines = (pending + data).split(b"\n")
+            pending = lines.pop() if data else b""
+            for line in lines:
+                text = line.decode("utf-8", errors="replace")
+                if not text.strip() or _NOISE.search(text) or (noise and noise.search(text)):
+                    continue
+                try:
+                    sink.write(line + b"\n")
+                except OSError:
+                    pass
+            if not data:
+                return
+
+
+@contextlib.contextmanager
+def filtered_stderr(noise=None, quiet_loggers=()):
+    """Standard error of this process and of those it starts, less the noise.
+
+    Args:
+      noise: a compiled regular expression; matching lines are dropped, as
+        are TensorFlow's start-up notices.
+      quiet_loggers: names of Python loggers (e.g. a library's chatty INFO
+        messages) held at WARNING meanwhile.
+
+    Nothing is dropped when the run is verbose (``--verbosity``,
+    ``TF_CPP_MIN_LOG_LEVEL`` set by the user).
+    """
+    if _wants_verbose(sys.argv, _USER_ENVIRON):
+        yield
+        return
+    import logging as python_logging  # pylint: disable=g-import-not-at-top
+    loggers = [python_logging.getLogger(name) for name in quiet_loggers]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(max(logger.getEffectiveLevel(), python_logging.WARNING))
+    sys.stderr.flush()
+    saved = os.dup(2)
+    read_fd, write_fd = os.pipe()
+    os.dup2(write_fd, 2)
+    os.close(write_fd)
+    pump = threading.Thread(target=_pump, args=(read_fd, os.dup(saved), noise),
+                            name="filtered_stderr", daemon=True)
+    pump.start()
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)  # the pipe ends when no child holds it any more
+        os.close(saved)
+        pump.join(timeout=5)
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
+
+# What the user set, before this module sets TF_CPP_MIN_LOG_LEVEL.
+_USER_ENVIRON = dict(os.environ)
 
 # SIGTERM during the imports already ends the process in an orderly way.
 from data import termination  # pylint: disable=g-import-not-at-top,wrong-import-position

@@ -46,6 +46,20 @@ class Summary(object):
         self.empty_output_files = []
         self.seconds = 0.0
 
+    def add_chunk(self, result):
+        """Counts one chunk: a `ChunkResult`, or anything with its count fields and `stats`.
+
+        Chunks are added in chunk order, so the first locations kept by
+        `stats` are the ones a reader meets first.
+        """
+        self.chunks += 1
+        self.documents += result.num_documents
+        self.instances += result.num_instances
+        self.tokens += result.num_tokens
+        self.masked_tokens += result.num_masked
+        self.random_next += result.num_random_next
+        self.stats.merge(result.stats)
+
     def empty_outputs_warning(self):
         """One line naming the output files without any instance, or None."""
         if not self.empty_output_files:
@@ -139,7 +153,7 @@ def cap_num_workers(num_workers, cores, available_bytes,
     return limit, warning
 
 
-def _no_instance_message(input_files, stats, max_line_bytes):
+def no_instance_message(input_files, stats, max_line_bytes):
     """The error when no instance was made, saying which lines were skipped."""
     skipped = []
     over_long = stats.counts.get(corpus_lib.OVER_LONG_LINES % max_line_bytes, 0)
@@ -243,13 +257,7 @@ def create_pretraining_data(input_files, output_files, options, num_workers=1,
         writer_index = 0
         for result in _ordered_results(chunks, options, num_workers,
                                          log_first_instances):
-            summary.chunks += 1
-            summary.documents += result.num_documents
-            summary.instances += result.num_instances
-            summary.tokens += result.num_tokens
-            summary.masked_tokens += result.num_masked
-            summary.random_next += result.num_random_next
-            summary.stats.merge(result.stats)
+            summary.add_chunk(result)
             for example in result.examples:
                 writers[writer_index].write(example)
                 records[writer_index] += 1
@@ -264,7 +272,7 @@ def create_pretraining_data(input_files, output_files, options, num_workers=1,
                              summary.instances, summary.instances / (now - start))
         if summary.instances == 0:
             raise corpus_lib.CorpusError(
-                _no_instance_message(input_files, summary.stats, max_line_bytes))
+                no_instance_message(input_files, summary.stats, max_line_bytes))
         for writer in writers:
             writer.close()
         outputs.commit()
