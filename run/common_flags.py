@@ -22,7 +22,10 @@ def define_trainer_flags(optimizer=True):
     flags.DEFINE_string("tpu", None, "TPU name or address (with --distribution_strategy=tpu).")
     flags.DEFINE_integer("num_gpus", None, "GPUs to use (default: all visible).")
     flags.DEFINE_string("all_reduce_alg", None, "nccl, ring or hierarchical_copy.")
-    flags.DEFINE_bool("use_xla", False, "Compile the forward/backward pass with XLA.")
+    flags.DEFINE_bool("use_xla", False,
+                      "Compile the training step with XLA (on one replica: forward, backward, "
+                      "update and metrics as one computation). Ignored with "
+                      "--mixed_precision=bfloat16 on CPUs, where it would be slower.")
     flags.DEFINE_bool("xla_optimizer_update", True,
                       "Run each variable's optimizer update as one XLA computation (same "
                       "arithmetic, faster); --noxla_optimizer_update where XLA is unavailable.")
@@ -39,7 +42,7 @@ def define_trainer_flags(optimizer=True):
                       "that update and go on.")
     flags.DEFINE_integer("log_steps", 100,
                          "Steps between progress lines and TensorBoard points.")
-    flags.DEFINE_integer("steps_per_loop", 1,
+    flags.DEFINE_integer("steps_per_loop", 100,
                          "Training steps per call into TensorFlow (one graph loop; cuts "
                          "host round trips). A loop stops at logging and checkpoint "
                          "boundaries, at SIGTERM and at a non-finite update.")

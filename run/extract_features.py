@@ -33,6 +33,9 @@ flags.DEFINE_string("init_checkpoint", None, "Google TF1 checkpoint, own checkpo
 flags.DEFINE_string("vocab_file", None, "The vocabulary file of the model.")
 flags.DEFINE_bool("do_lower_case", True, "Lower-case the input (uncased models).")
 flags.DEFINE_integer("batch_size", 32, "Batch size for predictions.")
+flags.DEFINE_enum("precision", "fp32", ["fp32", "bf16"],
+                  "bf16: compute in bfloat16 (float32 weights; faster on CPUs with "
+                  "AVX512-BF16 or AMX, and on GPUs/TPUs).")
 
 
 def main(_):
@@ -61,7 +64,8 @@ def main(_):
     checkpoints.init_from_checkpoint(encoder, FLAGS.init_checkpoint)
     with atomic.atomic_output(FLAGS.output_file) as out:
         for record in inference.extract_features(encoder, tokenizer, texts, layers,
-                                                 FLAGS.max_seq_length, FLAGS.batch_size):
+                                                 FLAGS.max_seq_length, FLAGS.batch_size,
+                                                 FLAGS.precision):
             out.write(json.dumps(record, ensure_ascii=False) + "\n")
     print("Wrote features of %d inputs to %s" % (len(texts), FLAGS.output_file))
 

@@ -16,6 +16,7 @@ import json
 import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-order
 
 from absl import flags
+import keras
 
 from data import atomic
 from data import tokenization
@@ -34,6 +35,9 @@ flags.DEFINE_string("input_file", None, "One text per line.")
 flags.DEFINE_string("output_file", None, "Write JSON lines here.")
 flags.DEFINE_integer("top_k", 5, "Predictions per [MASK].", lower_bound=1)
 flags.DEFINE_integer("max_seq_length", 128, "Longer inputs are truncated.")
+flags.DEFINE_enum("precision", "fp32", ["fp32", "bf16"],
+                  "bf16: compute in bfloat16 (float32 weights; faster on CPUs with "
+                  "AVX512-BF16 or AMX, and on GPUs/TPUs); probabilities within ~1e-2.")
 
 
 def main(_):
@@ -51,6 +55,8 @@ def main(_):
         texts.extend(inference.read_input_lines(FLAGS.input_file, skip_blank=True))
     if not texts:
         raise ValueError("Give --text or --input_file.")
+    if FLAGS.precision == "bf16":
+        keras.mixed_precision.set_global_policy("mixed_bfloat16")
     model = recipes.build_bert_pretrainer(bert_config)
     checkpoints.init_from_checkpoint(model, FLAGS.init_checkpoint)
     results = inference.fill_mask(model, tokenizer, texts, FLAGS.top_k, FLAGS.max_seq_length)

@@ -204,3 +204,55 @@ def test_predict_masked_refuses_contradicting_casing(tmp_path, sample_vocab_file
         capture_output=True, text=True, timeout=120, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
     assert result.returncode == 1
     assert "uncased" in result.stderr and "Traceback" not in result.stderr
+
+
+def _padded_batch(lengths, width, vocab_size, seed=0):
+    rng = np.random.RandomState(seed)
+    ids = np.zeros([len(lengths), width], np.int32)
+    mask = np.zeros_like(ids)
+    segments = np.zeros_like(ids)
+    for row, n in enumerate(lengths):
+        ids[row, :n] = rng.randint(5, vocab_size, size=n)
+        mask[row, :n] = 1
+        segments[row, n // 2:n] = 1
+    return {"input_ids": ids, "input_mask": mask, "segment_ids": segments}
+
+
+def test_compiled_encoder_cuts_padding_and_equals_the_eager_call(tiny):
+    """Inputs padded to 40 columns, longest row 11: the compiled call runs on
+    11 columns yet gives the eager 40-column call's values at every real
+    token (and zeros at the padding), for a second batch shape too."""
+    config, _, model = tiny
+    compiled = inference.Encoder(model.encoder)
+    for lengths, width in (([11, 4, 7], 40), ([3], 16)):
+        features = _padded_batch(lengths, width, config.vocab_size)
+        eager = model.encoder({k: tf.constant(v) for k, v in features.items()}, training=False)
+        fast = compiled(features)
+        assert fast["sequence_output"].shape == (len(lengths), width, config.hidden_size)
+        np.testing.assert_allclose(fast["pooled_output"], eager["pooled_output"].numpy(),
+                                   atol=1e-5)
+        for row, n in enumerate(lengths):
+            np.testing.assert_allclose(fast["sequence_output"][row, :n],
+                                       eager["sequence_output"].numpy()[row, :n], atol=1e-5)
+            for mine, theirs in zip(fast["encoder_outputs"], eager["encoder_outputs"]):
+                np.testing.assert_allclose(mine[row, :n], theirs.numpy()[row, :n], atol=1e-5)
+        assert not fast["sequence_output"][:, max(lengths):].any()
+    # One trace serves every shape.
+    assert compiled._call.experimental_get_tracing_count() == 1  # pylint: disable=protected-access
+
+
+def test_bf16_encoder_is_close_to_fp32_and_really_bf16(tiny):
+    config, _, model = tiny
+    features = _padded_batch([12, 9], 12, config.vocab_size, seed=1)
+    exact = inference.Encoder(model.encoder)(features)
+    approx = inference.Encoder(model.encoder, precision="bf16")
+    assert approx.encoder is not model.encoder
+    assert approx.encoder.dtype_policy.name == "mixed_bfloat16"
+    out = approx(features)
+    assert out["sequence_output"].dtype == np.float32
+    diff = np.abs(out["sequence_output"] - exact["sequence_output"])
+    # Layer-normed outputs (unit scale): bf16 keeps ~3 significant digits.
+    assert 0 < diff.max() < 0.1, diff.max()
+    assert np.abs(out["pooled_output"] - exact["pooled_output"]).max() < 0.05
+    with pytest.raises(ValueError, match="--precision"):
+        inference.Encoder(model.encoder, precision="fp8")

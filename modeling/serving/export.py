@@ -26,6 +26,7 @@ from data import atomic
 from data import packing
 from data import tokenization
 from data.tokenizers.wordpiece import GraphTokenizer
+from modeling.serving import inference
 
 
 def _default_outputs(outputs):
@@ -78,7 +79,8 @@ class TextModelServer(tf.Module):
 
     def _run(self, segments):
         features = self.pack([self.tokenizer.tokenize(s) for s in segments])
-        return self._output_fn(self.model(features, training=False))
+        # The model runs on the longest row, not max_seq_length columns.
+        return self._output_fn(inference.call_trimmed(self.model, features))
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text_a")])
     def serve(self, text_a):

@@ -19,12 +19,109 @@ file is the model's), `read_input_lines` (an input file of UTF-8 text, with
 file, line and column of a bad byte).
 """
 
+import keras
 import numpy as np
 import tensorflow as tf
 
 from data import corpus
 from data import packing
 from data import tokenization
+
+
+PRECISIONS = ("fp32", "bf16")
+_FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
+
+
+def with_precision(model, precision):
+    """`model` itself for "fp32"; for "bf16" a copy that computes in bfloat16.
+
+    The copy is rebuilt from the model's config under Keras's
+    ``mixed_bfloat16`` policy and given the same (float32) weights, so the
+    matrix products run in bf16 (AVX512-BF16 / AMX on CPUs that have them,
+    tensor cores on GPUs) with float32 variables and layer norms.
+    """
+    if precision not in PRECISIONS:
+        raise ValueError("precision (--precision) must be one of %s, got %r"
+                         % (", ".join(PRECISIONS), precision))
+    if precision == "fp32" or keras.mixed_precision.global_policy().name == "mixed_bfloat16":
+        return model
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        config = dict(model.get_config())
+        config.pop("dtype", None)  # the float32 policy it was built with
+        copy = type(model).from_config(config)
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+    dummy = tf.zeros([1, 2], tf.int32)
+    copy({"input_ids": dummy, "input_mask": dummy + 1, "segment_ids": dummy}, training=False)
+    copy.set_weights(model.get_weights())
+    return copy
+
+
+class Encoder(object):
+    """A BERT-shaped encoder as one compiled function, for low-latency inference.
+
+    ``Encoder(encoder)(features)`` gives what ``encoder(features,
+    training=False)`` gives, as numpy arrays, but: the call is one traced
+    TensorFlow function for any batch size and length (no eager op
+    dispatch, no retracing), and the inputs are cut to the longest row of
+    the batch (by `input_mask`) before the encoder runs and the sequence
+    outputs padded back after, so padding to `max_seq_length` costs nothing.
+
+    Args:
+      encoder: a model called as ``encoder({"input_ids", "input_mask",
+        "segment_ids"}, training=False)`` returning a dict of tensors.
+      precision: "fp32" or "bf16" (see `with_precision`).
+    """
+
+    def __init__(self, encoder, precision="fp32"):
+        self.encoder = with_precision(encoder, precision)
+        self.precision = precision
+        spec = tf.TensorSpec([None, None], tf.int32)
+        self._call = tf.function(self._forward, input_signature=[
+            {name: spec for name in _FEATURE_NAMES}])
+
+    def _forward(self, features):
+        return tf.nest.map_structure(
+            lambda t: tf.cast(t, tf.float32) if t.dtype.is_floating else t,
+            call_trimmed(self.encoder, features))
+
+    def __call__(self, features):
+        features = {name: tf.cast(features[name], tf.int32) for name in _FEATURE_NAMES}
+        outputs = self._call(features)
+        return tf.nest.map_structure(lambda t: t.numpy(), outputs)
+
+
+def call_trimmed(model, features):
+    """``model(features, training=False)`` with the padding columns cut off first.
+
+    Features padded to a fixed length (``[batch, max_seq_length]``) are cut
+    to the longest row of the batch (by `input_mask`, so padding must be at
+    the end, as `data.packing` puts it); outputs with a sequence axis
+    (``[batch, length, hidden]``; attention probabilities ``[batch, heads,
+    length, length]`` on their last two axes) are padded back with zeros, so
+    the result has
+    the shapes of the uncut call and the same values at every real token
+    (padded positions get zeros instead of values nobody should read).
+    """
+    length = tf.shape(features["input_ids"])[1]
+    used = tf.reduce_max(tf.reduce_sum(tf.cast(features["input_mask"], tf.int32), axis=1))
+    used = tf.clip_by_value(used, 1, length)
+    trimmed = {name: (value[:, :used] if value.shape.rank == 2 else value)
+               for name, value in features.items()}
+    outputs = model(trimmed, training=False)
+
+    def pad_back(tensor):
+        rank = tensor.shape.rank if tf.is_tensor(tensor) else None
+        extra = [0, length - used]
+        if rank == 3:
+            return tf.pad(tensor, [[0, 0], extra, [0, 0]])
+        if rank == 4:
+            return tf.pad(tensor, [[0, 0], [0, 0], extra, extra])
+        return tensor
+
+    return tf.nest.map_structure(pad_back, outputs)
 
 
 def check_vocab_fits(num_vocab_tokens, config_vocab_size, vocab_file, config_file=None):
@@ -130,6 +227,25 @@ def _check_masks_kept(index, text, tokens_a, tokens_b, segment_ids, max_seq_leng
                          "--max_seq_length)" % (index + 1, shown, min(cut), max_seq_length))
 
 
+def masked_lm_probabilities(pretrainer):
+    """`fn(features, positions) -> float32 [batch, positions, vocab]` probabilities.
+
+    Encoder and masked-LM head as one traced function (any batch size,
+    length and number of positions), for `fill_mask` and the Python API.
+    """
+    head = pretrainer.get_objective("masked_lm").head
+    encoder = pretrainer.encoder
+    spec = tf.TensorSpec([None, None], tf.int32)
+
+    @tf.function(input_signature=[{name: spec for name in _FEATURE_NAMES}, spec])
+    def probabilities(features, positions):
+        outputs = encoder(features, training=False)
+        logits = head(outputs["sequence_output"], positions, encoder.embedding_table)
+        return tf.nn.softmax(tf.cast(logits, tf.float32), axis=-1)
+
+    return probabilities
+
+
 def fill_mask(pretrainer, tokenizer, texts, top_k=5, max_seq_length=128):
     """Top-k vocabulary predictions at every ``[MASK]`` of each text.
 
@@ -153,8 +269,7 @@ def fill_mask(pretrainer, tokenizer, texts, top_k=5, max_seq_length=128):
     """
     if top_k < 1:
         raise ValueError("--top_k=%r: expected at least 1 prediction per [MASK]" % (top_k,))
-    head = pretrainer.get_objective("masked_lm").head
-    encoder = pretrainer.encoder
+    probabilities = masked_lm_probabilities(pretrainer)
     results = []
     for index, text in enumerate(texts):
         text_a, _, text_b = text.partition("|||")
@@ -166,10 +281,7 @@ def fill_mask(pretrainer, tokenizer, texts, top_k=5, max_seq_length=128):
         entry = {"text": text, "tokens": tokens, "masks": []}
         if positions:
             features = _batch_features([tokens], [segment_ids], tokenizer, len(tokens))
-            outputs = encoder(features, training=False)
-            logits = head(outputs["sequence_output"], tf.constant([positions], tf.int32),
-                          encoder.embedding_table)
-            probs = tf.nn.softmax(tf.cast(logits[0], tf.float32), axis=-1).numpy()
+            probs = probabilities(features, tf.constant([positions], tf.int32))[0].numpy()
             k = min(top_k, probs.shape[-1])
             for position, row in zip(positions, probs):
                 best = np.argsort(-row, kind="stable")[:k]
@@ -182,13 +294,14 @@ def fill_mask(pretrainer, tokenizer, texts, top_k=5, max_seq_length=128):
 
 
 def extract_features(encoder, tokenizer, texts, layers=(-1, -2, -3, -4), max_seq_length=128,
-                     batch_size=32):
+                     batch_size=32, precision="fp32"):
     """Google's extract_features output, plus pooled and mean-pooled vectors.
 
     Args:
       encoder: a `BertEncoder`.
       texts: strings; ``text_a ||| text_b`` for pairs.
       layers: layer indexes into the encoder's layer outputs (-1 = last).
+      precision: "fp32" or "bf16" (see `Encoder`).
 
     Yields:
       one dict per text: ``{"linex_index", "features": [{"token", "layers":
@@ -200,15 +313,16 @@ def extract_features(encoder, tokenizer, texts, layers=(-1, -2, -3, -4), max_seq
         packed.append(packing.pack(tokenizer.tokenize(text_a.strip()),
                                    tokenizer.tokenize(text_b.strip()) if text_b else None,
                                    max_seq_length))
+    compiled = Encoder(encoder, precision)
     for start in range(0, len(packed), batch_size):
         chunk = packed[start:start + batch_size]
         features = _batch_features([t for t, _ in chunk], [s for _, s in chunk], tokenizer,
                                    max(len(t) for t, _ in chunk))
-        outputs = encoder(features, training=False)
-        all_layers = [o.numpy() for o in outputs["encoder_outputs"]]
-        pooled = outputs["pooled_output"].numpy()
+        outputs = compiled(features)
+        all_layers = outputs["encoder_outputs"]
+        pooled = outputs["pooled_output"]
         mask = features["input_mask"].numpy().astype(np.float32)
-        last = outputs["sequence_output"].numpy()
+        last = outputs["sequence_output"]
         mean = (last * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1.0)
         for row, (tokens, _) in enumerate(chunk):
             token_features = []

@@ -67,6 +67,15 @@ def _format_seconds(seconds):
     return "%ds" % seconds
 
 
+def _xla_loses_in_bfloat16(strategy):
+    """True for mixed bf16 when training runs on CPUs (XLA CPU has no bf16 matrix units)."""
+    if keras.mixed_precision.global_policy().name != "mixed_bfloat16":
+        return False
+    if isinstance(strategy, tf.distribute.TPUStrategy):
+        return False
+    return not tf.config.list_logical_devices("GPU")
+
+
 class MetricTotals(object):
     """Running (sum, count) totals of the metrics a step returns."""
 
@@ -209,6 +218,12 @@ class Trainer(object):
         (sum, count) pairs summed over the updates done.
         """
         model, optimizer, strategy = self.model, self.optimizer, self.strategy
+        if self.use_xla and _xla_loses_in_bfloat16(strategy):
+            logging.warning(
+                "--use_xla ignored: with --mixed_precision=bfloat16 on CPUs, TensorFlow's "
+                "XLA CPU backend does not use the bf16 matrix instructions (AVX512-BF16, "
+                "AMX) that its oneDNN kernels use, so XLA would make the step slower.")
+            self.use_xla = False
         whole_step_xla = self.use_xla and strategy.num_replicas_in_sync == 1
         loss_and_grads = self._loss_and_grads
         if self.use_xla and not whole_step_xla:

@@ -1,0 +1,210 @@
+"""BERT-base inference latency (one sentence) and batched throughput, side by side with peers.
+
+    pip install -r requirements-bench.txt
+    python benchmarks/bench_inference.py [--rounds=3] [--calls=30]
+
+The same random-weight BERT-base (vocabulary 30,522, exact GELU) encodes one
+sentence of 30 word pieces (latency) and a batch of 32 such sentences
+(throughput), giving the sequence output and the pooled output:
+
+* this project: `modeling.serving.inference.Encoder` (what `extract_features.py`
+  and `predict_masked.py` run: one compiled TensorFlow function, inputs cut to
+  the longest row), in fp32 and in mixed bf16, plus the exported SavedModel's
+  `serving_default` (text in, in-graph tokenizer included) in fp32;
+* keras-hub: `BertBackbone` called in a `tf.function` (its fastest form for
+  single calls; `predict` adds per-call overhead);
+* HF transformers in torch: `BertModel` eager under `torch.inference_mode()`,
+  and `torch.compile`d; bf16 through autocast.
+
+Every case runs in a fresh process; a round runs every case once, in turn;
+per-call times are recorded raw and the median is the figure. Our bf16 case
+also records the largest difference of its outputs from fp32 on the same
+weights. Results go to `benchmarks/results/bench_inference.jsonl`.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, REPO)
+
+from benchmarks import common  # noqa: E402
+
+VOCAB = 30522
+TOKENS = 30
+BATCH = 32
+CASES = [
+    ("ours", "fp32"), ("ours", "bf16"), ("ours_savedmodel", "fp32"),
+    ("keras_hub", "fp32"), ("keras_hub", "bf16"),
+    ("hf_torch", "fp32"), ("hf_torch_compile", "fp32"), ("hf_torch", "bf16"),
+]
+
+
+def _ids(batch, seed=0):
+    import numpy as np  # pylint: disable=import-outside-toplevel
+    rng = np.random.RandomState(seed)
+    ids = rng.randint(1000, VOCAB, size=(batch, TOKENS)).astype("int32")
+    ids[:, 0], ids[:, -1] = 101, 102
+    return ids
+
+
+def _time(fn, calls):
+    fn()
+    fn()
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def _ours(precision, calls, savedmodel):
+    import keras  # pylint: disable=import-outside-toplevel
+    import numpy as np  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    from modeling import bert as bert_lib  # pylint: disable=import-outside-toplevel
+    from modeling.serving import inference  # pylint: disable=import-outside-toplevel
+
+    config = bert_lib.BertConfig(vocab_size=VOCAB, hidden_size=768, num_hidden_layers=12,
+                                 num_attention_heads=12, intermediate_size=3072,
+                                 hidden_act="gelu", max_position_embeddings=512)
+    keras.utils.set_random_seed(0)
+    reference = bert_lib.BertEncoder.from_config_object(config)
+    one, batch = _ids(1), _ids(BATCH)
+    features = lambda ids: {"input_ids": ids, "input_mask": np.ones_like(ids),  # noqa: E731
+                            "segment_ids": np.zeros_like(ids)}
+    reference(features(one))
+    extra = {}
+    if savedmodel:
+        from modeling.serving import export  # pylint: disable=import-outside-toplevel
+        vocab = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+        with open(vocab, "w") as f:
+            f.write("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] +
+                              ["w%d" % i for i in range(VOCAB - 5)]) + "\n")
+        path = os.path.join(tempfile.mkdtemp(), "export")
+        export.export_text_model(
+            reference, path, vocab, True, 128,
+            output_fn=lambda out: {"sequence_output": out["sequence_output"],
+                                   "pooled_output": out["pooled_output"]})
+        loaded = tf.saved_model.load(path)
+        serve = loaded.signatures["serving_default"]
+        sentence = tf.constant([" ".join("w%d" % i for i in range(1000, 1000 + TOKENS - 2))])
+        sentences = tf.constant([sentence.numpy()[0]] * BATCH)
+        single = lambda: [v.numpy() for v in serve(text_a=sentence).values()]  # noqa: E731
+        batched = lambda: [v.numpy() for v in serve(text_a=sentences).values()]  # noqa: E731
+    else:
+        encoder = inference.Encoder(reference, precision=precision)
+        single = lambda: encoder(features(one))  # noqa: E731
+        batched = lambda: encoder(features(batch))  # noqa: E731
+        if precision == "bf16":
+            exact = inference.Encoder(reference)(features(batch))
+            approx = batched()
+            extra["max_abs_diff_vs_fp32"] = {
+                name: float(np.max(np.abs(exact[name] - approx[name])))
+                for name in ("sequence_output", "pooled_output")}
+    return _time(single, calls), _time(batched, max(3, calls // 5)), extra
+
+
+def _keras_hub(precision, calls):
+    import keras  # pylint: disable=import-outside-toplevel
+    import keras_hub  # pylint: disable=import-outside-toplevel
+    import numpy as np  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    if precision == "bf16":
+        keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=VOCAB, num_layers=12, num_heads=12, hidden_dim=768,
+        intermediate_dim=3072, max_sequence_length=512, num_segments=2)
+    call = tf.function(lambda x: backbone(x, training=False))
+
+    def run(ids):
+        out = call({"token_ids": ids, "padding_mask": np.ones_like(ids, bool),
+                    "segment_ids": np.zeros_like(ids)})
+        return {k: v.numpy() for k, v in out.items()}
+
+    one, batch = _ids(1), _ids(BATCH)
+    return _time(lambda: run(one), calls), _time(lambda: run(batch), max(3, calls // 5)), {}
+
+
+def _hf(precision, calls, compiled):
+    import contextlib  # pylint: disable=import-outside-toplevel
+    import torch  # pylint: disable=import-outside-toplevel
+    import transformers  # pylint: disable=import-outside-toplevel
+    torch.manual_seed(0)
+    config = transformers.BertConfig(vocab_size=VOCAB, hidden_act="gelu")
+    model = transformers.BertModel(config).eval()
+    if compiled:
+        model = torch.compile(model)
+    one, batch = (torch.from_numpy(_ids(1)).long(), torch.from_numpy(_ids(BATCH)).long())
+
+    def run(ids):
+        context = (torch.autocast("cpu", dtype=torch.bfloat16) if precision == "bf16"
+                   else contextlib.nullcontext())
+        with torch.inference_mode(), context:
+            out = model(input_ids=ids, attention_mask=torch.ones_like(ids),
+                        token_type_ids=torch.zeros_like(ids))
+            return out.last_hidden_state.float().numpy(), out.pooler_output.float().numpy()
+
+    return _time(lambda: run(one), calls), _time(lambda: run(batch), max(3, calls // 5)), {}
+
+
+def _child(case, calls):
+    impl, precision = case
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    if impl in ("ours", "ours_savedmodel"):
+        return _ours(precision, calls, impl == "ours_savedmodel")
+    if impl == "keras_hub":
+        return _keras_hub(precision, calls)
+    return _hf(precision, calls, impl == "hf_torch_compile")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--calls", type=int, default=30, help="timed single-sentence calls")
+    parser.add_argument("--only", default="", help="comma-separated impl names to keep")
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        single, batched, extra = _child(tuple(json.loads(args.child)), args.calls)
+        print("RESULT " + json.dumps({"single": single, "batched": batched, "extra": extra}))
+        return
+    cases = [c for c in CASES if not args.only or c[0] in args.only.split(",")]
+    run_id = time.strftime("%Y%m%dT%H%M%S")
+    machine = common.machine_info()
+    versions = common.library_versions(("tensorflow", "keras", "keras_hub", "torch",
+                                        "transformers", "numpy"))
+    for round_index in range(args.rounds):
+        for case in cases:
+            out = subprocess.run([sys.executable, os.path.abspath(__file__), "--child",
+                                  json.dumps(case), "--calls=%d" % args.calls],
+                                 capture_output=True, text=True, cwd=REPO)
+            lines = [l for l in out.stdout.splitlines() if l.startswith("RESULT ")]
+            if not lines:
+                print("  %s failed:\n%s" % ("/".join(case), out.stderr[-2000:]))
+                continue
+            result = json.loads(lines[-1][len("RESULT "):])
+            record = {"run_id": run_id, "round": round_index,
+                      "config": {"impl": case[0], "precision": case[1], "tokens": TOKENS,
+                                 "batch": BATCH, "model": "bert_base"},
+                      "single_seconds": result["single"], "batched_seconds": result["batched"],
+                      "latency_ms": 1000 * statistics.median(result["single"]),
+                      "batched_seq_per_sec": BATCH / statistics.median(result["batched"]),
+                      "machine": machine, "versions": versions}
+            record.update(result["extra"])
+            common.append_result("bench_inference", record)
+            print("round %d  %-18s %-5s %7.1f ms/sentence  %7.1f seq/s batched %s" % (
+                round_index, case[0], case[1], record["latency_ms"],
+                record["batched_seq_per_sec"], result["extra"] or ""), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,353 @@
+"""BERT pre-training throughput and memory, side by side with keras-hub and HF transformers.
+
+    pip install -r requirements-bench.txt
+    python benchmarks/bench_training.py [--cases=default] [--rounds=3] [--steps=6]
+
+Each peer runs in the form its users would pick for speed:
+
+* keras-hub: `BertMaskedLM` (masked LM only), `compile(jit_compile=True)`,
+  `train_on_batch`, Keras's `AdamW` with global-norm clipping; mixed bf16
+  through Keras's `mixed_bfloat16` policy.
+* HF transformers in torch: `BertForPreTraining` (masked LM + NSP, as ours),
+  eager, `torch.optim.AdamW` with `clip_grad_norm_`; bf16 through
+  `torch.autocast("cpu", torch.bfloat16)`.
+* this project: the trainer's own training loop (`Trainer._build_train_step`,
+  exactly what `run_pretraining.py` runs) over a `tf.data` pipeline. "xla off"
+  means nothing of ours is XLA-compiled (not even the optimizer update);
+  "xla on" compiles the whole step (forward, backward, update, metrics).
+
+Same shapes for all (sequence 128, 20 masked positions, vocabulary 30,522,
+exact GELU, Adam epsilon 1e-6, weight decay 0.01, clip norm 1.0). Every
+measurement runs in a fresh process; a round runs every case once, in turn, so
+that a burst of other work on the machine hits all of them; per-step times
+are recorded raw and the median of a case's steps is its figure. Memory: the
+process's peak RSS, and that minus the RSS after imports and model build
+(what the training itself costs). Results go to
+`benchmarks/results/bench_training.jsonl` (one line per measurement, with the
+machine and library versions) and `benchmarks/report.py` turns them into the
+README's tables.
+"""
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, REPO)
+
+from benchmarks import common  # noqa: E402
+
+SEQ = 128
+PRED = 20
+VOCAB = 30522
+
+SIZES = {
+    # name: (layers, hidden, heads, intermediate)
+    "bert_tiny": (2, 128, 2, 512),
+    "bert_mini": (4, 256, 4, 1024),
+    "bert_small": (4, 512, 8, 2048),
+    "bert_base": (12, 768, 12, 3072),
+}
+
+# (impl, size, batch, precision, xla, steps_per_loop)
+CASE_SETS = {
+    "default": [
+        ("ours", "bert_tiny", 32, "fp32", "default", "default"),
+        ("ours", "bert_tiny", 32, "fp32", "off", 1),
+        ("ours", "bert_tiny", 32, "fp32", "on", 1),
+        ("keras_hub", "bert_tiny", 32, "fp32", "on", 1),
+        ("hf_torch", "bert_tiny", 32, "fp32", "off", 1),
+        ("ours", "bert_base", 8, "fp32", "default", "default"),
+        ("ours", "bert_base", 8, "fp32", "off", 1),
+        ("ours", "bert_base", 8, "fp32", "on", 1),
+        ("keras_hub", "bert_base", 8, "fp32", "on", 1),
+        ("hf_torch", "bert_base", 8, "fp32", "off", 1),
+        ("ours", "bert_base", 8, "bf16", "off", 1),
+        ("ours", "bert_base", 8, "bf16", "on", 1),
+        ("keras_hub", "bert_base", 8, "bf16", "on", 1),
+        ("hf_torch", "bert_base", 8, "bf16", "off", 1),
+    ],
+}
+
+
+def _rss_mb():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
+def _peak_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _batch(batch_size, seed=0):
+    import numpy as np  # pylint: disable=import-outside-toplevel
+    rng = np.random.RandomState(seed)
+    ids = rng.randint(1000, VOCAB, size=(batch_size, SEQ)).astype("int32")
+    ids[:, 0] = 101
+    positions = np.sort(np.stack([rng.choice(np.arange(1, SEQ), PRED, replace=False)
+                                  for _ in range(batch_size)]), axis=1).astype("int32")
+    labels = np.take_along_axis(ids, positions, axis=1)
+    nsp = rng.randint(0, 2, size=(batch_size, 1)).astype("int32")
+    return ids, positions, labels, nsp
+
+
+def _resolve(xla, steps_per_loop):
+    """The values a user gets without flags, for "default"."""
+    sys.path.insert(0, os.path.join(REPO, "run"))
+    from run import common_flags  # pylint: disable=import-outside-toplevel
+    from absl import flags  # pylint: disable=import-outside-toplevel
+    common_flags.define_trainer_flags()
+    values = flags.FLAGS
+    values(["bench"])
+    if xla == "default":
+        xla = "on" if values.use_xla else "off"
+    if steps_per_loop == "default":
+        steps_per_loop = values.steps_per_loop
+    return xla, int(steps_per_loop)
+
+
+def _measure_ours(size, batch_size, precision, xla, steps_per_loop, steps, rounds):
+    import keras  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    from modeling import bert as bert_lib  # pylint: disable=import-outside-toplevel
+    from modeling import recipes  # pylint: disable=import-outside-toplevel
+    from modeling.training import distribute  # pylint: disable=import-outside-toplevel
+    from modeling.training import optimization  # pylint: disable=import-outside-toplevel
+    from modeling.training import trainer as trainer_lib  # pylint: disable=import-outside-toplevel
+
+    layers, hidden, heads, inner = SIZES[size]
+    if precision == "bf16":
+        keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    config = bert_lib.BertConfig(vocab_size=VOCAB, hidden_size=hidden, num_hidden_layers=layers,
+                                 num_attention_heads=heads, intermediate_size=inner,
+                                 hidden_act="gelu", max_position_embeddings=512)
+    ids, positions, labels, nsp = _batch(batch_size)
+    features = {"input_ids": ids, "input_mask": ids * 0 + 1, "segment_ids": ids * 0,
+                "masked_lm_positions": positions, "masked_lm_ids": labels,
+                "masked_lm_weights": (positions * 0 + 1).astype("float32"),
+                "next_sentence_labels": nsp}
+
+    def input_fn(_):
+        return tf.data.Dataset.from_tensors(features).repeat()
+
+    model_dir = tempfile.mkdtemp(prefix="bench_training_")
+    strategy = distribute.get_strategy("one_device")
+    trainer = trainer_lib.Trainer(
+        strategy, lambda: recipes.build_bert_pretrainer(config),
+        lambda: optimization.create_optimizer(1e-4, 10000, 100, jit_update=xla == "on"),
+        model_dir, batch_size, num_train_steps=10 ** 6, use_xla=xla == "on",
+        steps_per_loop=steps_per_loop)
+    iterator = iter(strategy.distribute_datasets_from_function(input_fn))
+    train_loop = trainer._build_train_step()  # pylint: disable=protected-access
+    rss_built = _rss_mb()
+    n = tf.constant(steps_per_loop, tf.int32)
+
+    def sync():
+        return float(tf.reduce_sum(trainer.model.trainable_variables[0]))
+
+    for _ in range(2):  # tracing, compilation
+        metrics = train_loop(iterator, n)
+    sync()
+    times = []
+    calls = max(1, steps // steps_per_loop)
+    for _ in range(rounds):
+        for _ in range(calls):
+            start = time.perf_counter()
+            metrics = train_loop(iterator, n)
+            sync()
+            times.append((time.perf_counter() - start) / steps_per_loop)
+    loss = metrics["loss"]
+    return {"step_seconds": times, "rss_built_mb": rss_built, "peak_mb": _peak_mb(),
+            "loss": float(loss[0]) / float(loss[1]),
+            "resolved": {"xla": xla, "steps_per_loop": steps_per_loop}}
+
+
+def _measure_keras_hub(size, batch_size, precision, steps, rounds):
+    import keras  # pylint: disable=import-outside-toplevel
+    import keras_hub  # pylint: disable=import-outside-toplevel
+    import numpy as np  # pylint: disable=import-outside-toplevel
+
+    layers, hidden, heads, inner = SIZES[size]
+    if precision == "bf16":
+        keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=VOCAB, num_layers=layers, num_heads=heads, hidden_dim=hidden,
+        intermediate_dim=inner, max_sequence_length=512, num_segments=2, dropout=0.1)
+    model = keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
+    model.compile(optimizer=keras.optimizers.AdamW(1e-4, weight_decay=0.01, epsilon=1e-6,
+                                                   global_clipnorm=1.0),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  jit_compile=True)
+    ids, positions, labels, _ = _batch(batch_size)
+    x = {"token_ids": ids, "padding_mask": np.ones_like(ids, bool),
+         "segment_ids": np.zeros_like(ids), "mask_positions": positions}
+    rss_built = _rss_mb()
+    for _ in range(2):
+        loss = model.train_on_batch(x, labels)
+    times = []
+    for _ in range(rounds):
+        for _ in range(steps):
+            start = time.perf_counter()
+            loss = model.train_on_batch(x, labels)  # returns a Python float: synchronous
+            times.append(time.perf_counter() - start)
+    return {"step_seconds": times, "rss_built_mb": rss_built, "peak_mb": _peak_mb(),
+            "loss": float(loss[0] if isinstance(loss, (list, tuple)) else loss)}
+
+
+def _measure_hf_torch(size, batch_size, precision, steps, rounds):
+    import contextlib  # pylint: disable=import-outside-toplevel
+    import torch  # pylint: disable=import-outside-toplevel
+    import transformers  # pylint: disable=import-outside-toplevel
+
+    layers, hidden, heads, inner = SIZES[size]
+    torch.manual_seed(0)
+    config = transformers.BertConfig(vocab_size=VOCAB, hidden_size=hidden,
+                                     num_hidden_layers=layers, num_attention_heads=heads,
+                                     intermediate_size=inner, hidden_act="gelu",
+                                     max_position_embeddings=512, type_vocab_size=2)
+    model = transformers.BertForPreTraining(config)
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, eps=1e-6, weight_decay=0.01)
+    ids, positions, labels, nsp = _batch(batch_size)
+    ids_t = torch.from_numpy(ids).long()
+    ones, zeros = torch.ones_like(ids_t), torch.zeros_like(ids_t)
+    rows = torch.arange(batch_size).unsqueeze(1)
+    positions_t = torch.from_numpy(positions).long()
+    labels_t = torch.from_numpy(labels).long().reshape(-1)
+    nsp_t = torch.from_numpy(nsp[:, 0]).long()
+
+    def forward_loss():
+        # BertForPreTraining's own modules, with the masked-LM head applied
+        # to the 20 masked positions only (as ours and keras-hub do), not to
+        # all 128 (what `model(**inputs, labels=...)` would compute).
+        sequence, pooled = model.bert(input_ids=ids_t, attention_mask=ones,
+                                      token_type_ids=zeros, return_dict=False)[:2]
+        gathered = sequence[rows, positions_t]
+        logits, nsp_logits = model.cls(gathered, pooled)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, VOCAB).float(), labels_t)
+        return loss + torch.nn.functional.cross_entropy(nsp_logits.float(), nsp_t)
+    rss_built = _rss_mb()
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        context = (torch.autocast("cpu", dtype=torch.bfloat16) if precision == "bf16"
+                   else contextlib.nullcontext())
+        with context:
+            loss = forward_loss()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        return float(loss)
+
+    for _ in range(2):
+        loss = step()
+    times = []
+    for _ in range(rounds):
+        for _ in range(steps):
+            start = time.perf_counter()
+            loss = step()
+            times.append(time.perf_counter() - start)
+    return {"step_seconds": times, "rss_built_mb": rss_built, "peak_mb": _peak_mb(),
+            "loss": loss, "torch_threads": torch.get_num_threads()}
+
+
+def _child(case, steps, rounds):
+    impl, size, batch_size, precision, xla, steps_per_loop = case
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    rss_start = _rss_mb()
+    if impl == "ours":
+        xla, steps_per_loop = _resolve(xla, steps_per_loop)
+        result = _measure_ours(size, batch_size, precision, xla, steps_per_loop, steps, rounds)
+    elif impl == "keras_hub":
+        result = _measure_keras_hub(size, batch_size, precision, steps, rounds)
+    else:
+        result = _measure_hf_torch(size, batch_size, precision, steps, rounds)
+    result["rss_start_mb"] = rss_start
+    return result
+
+
+def _case_key(case):
+    impl, size, batch_size, precision, xla, steps_per_loop = case
+    return "%s/%s/b%d/%s/xla_%s/loop_%s" % (impl, size, batch_size, precision, xla,
+                                          steps_per_loop)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cases", default="default", choices=sorted(CASE_SETS))
+    parser.add_argument("--only", default="",
+                        help="comma-separated substrings; keep the cases whose key has one")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds; each runs every case once, in a fresh process")
+    parser.add_argument("--steps", type=int, default=6, help="timed steps per case and round")
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--run_id", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        case = tuple(json.loads(args.child))
+        print("RESULT " + json.dumps(_child(case, args.steps, 1)))
+        return
+    cases = [tuple(c) for c in CASE_SETS[args.cases]]
+    if args.only:
+        keys = args.only.split(",")
+        cases = [c for c in cases if any(k in _case_key(c) for k in keys)]
+    run_id = time.strftime("%Y%m%dT%H%M%S")
+    machine = common.machine_info()
+    versions = common.library_versions(("tensorflow", "keras", "keras_hub", "torch",
+                                        "transformers", "numpy"))
+    print("machine: %s, %d cores, %s" % (
+        machine["cpu_model"], machine["cores"],
+        " ".join(f for f, on in machine["cpu_flags"].items() if on)))
+    collected = {c: [] for c in cases}
+    for round_index in range(args.rounds):
+        for case in cases:
+            out = subprocess.run(
+                [sys.executable, os.path.abspath(__file__), "--child", json.dumps(case),
+                 "--steps=%d" % args.steps], capture_output=True, text=True, cwd=REPO)
+            lines = [l for l in out.stdout.splitlines() if l.startswith("RESULT ")]
+            if not lines:
+                print("  %s failed:\n%s" % (_case_key(case), out.stderr[-2000:]))
+                continue
+            result = json.loads(lines[-1][len("RESULT "):])
+            collected[case].append(result)
+            impl, size, batch_size, precision, xla, steps_per_loop = case
+            median = statistics.median(result["step_seconds"])
+            record = {
+                "run_id": run_id, "round": round_index,
+                "config": {"impl": impl, "size": size, "batch_size": batch_size,
+                           "precision": precision, "xla": xla,
+                           "steps_per_loop": steps_per_loop, "seq_length": SEQ,
+                           "max_predictions": PRED, "vocab_size": VOCAB},
+                "resolved": result.get("resolved"),
+                "step_seconds": result["step_seconds"],
+                "seq_per_sec": batch_size / median,
+                "peak_mb": result["peak_mb"],
+                "training_mb": result["peak_mb"] - result["rss_built_mb"],
+                "rss_built_mb": result["rss_built_mb"],
+                "rss_start_mb": result["rss_start_mb"],
+                "final_loss": result["loss"],
+                "machine": machine, "versions": versions,
+            }
+            common.append_result("bench_training", record)
+            print("round %d  %-52s %8.2f seq/s  peak %6.0f MB  training %6.0f MB" % (
+                round_index, _case_key(case), record["seq_per_sec"], record["peak_mb"],
+                record["training_mb"]), flush=True)
+    print("\nmedian over rounds:")
+    for case in cases:
+        if collected[case]:
+            per_round = [case[2] / statistics.median(r["step_seconds"]) for r in collected[case]]
+            print("  %-52s %8.2f seq/s" % (_case_key(case), statistics.median(per_round)))
+
+
+if __name__ == "__main__":
+    main()

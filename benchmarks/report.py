@@ -1,0 +1,229 @@
+"""The README's benchmark tables, generated from `benchmarks/results/*.jsonl`.
+
+    python benchmarks/report.py            # print the tables
+    python benchmarks/report.py --write    # replace them in README.md
+
+Each table comes from the latest run of its benchmark (the records sharing
+the newest `run_id`, or the newest record for benchmarks that write one record
+per run) and names the machine it ran on. In README.md a table sits between
+``<!-- report:NAME -->`` and ``<!-- /report:NAME -->``; --write replaces what
+is between the markers and nothing else.
+"""
+
+import argparse
+import collections
+import json
+import os
+import re
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+RESULTS = os.path.join(HERE, "results")
+README = os.path.join(REPO, "README.md")
+
+
+def _records(name):
+    path = os.path.join(RESULTS, name + ".jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def _latest_run(records):
+    if not records:
+        return []
+    run_id = records[-1].get("run_id")
+    if run_id is None:
+        return records[-1:]
+    return [r for r in records if r.get("run_id") == run_id]
+
+
+def _machine_line(record):
+    machine = record.get("machine", {})
+    flags = [f for f, on in machine.get("cpu_flags", {}).items() if on]
+    versions = ", ".join("%s %s" % (k, v) for k, v in sorted(record.get("versions", {}).items())
+                         if v)
+    return "Machine: %s, %s cores, CPU flags %s; %s; %s." % (
+        machine.get("cpu_model"), machine.get("cores"), " ".join(flags) or "none",
+        versions, record.get("timestamp", "")[:10])
+
+
+def training_table():
+    runs = _latest_run(_records("bench_training"))
+    if not runs:
+        return None
+    groups = collections.OrderedDict()
+    for record in runs:
+        c = record["config"]
+        key = (c["size"], c["batch_size"], c["precision"], c["impl"], c["xla"],
+               c["steps_per_loop"])
+        groups.setdefault(key, []).append(record)
+    best_peer = {}
+    rows = []
+    for key, records in groups.items():
+        size, batch, precision, impl, xla, loop = key
+        seq = statistics.median(r["seq_per_sec"] for r in records)
+        resolved = records[0].get("resolved") or {}
+        if impl != "ours":
+            shape = (size, batch, precision)
+            best_peer[shape] = max(best_peer.get(shape, (0, ""))[0], seq), impl
+        rows.append((key, seq, statistics.median(r["peak_mb"] for r in records),
+                     statistics.median(r["training_mb"] for r in records),
+                     statistics.median(r["final_loss"] for r in records), resolved,
+                     len(records)))
+    names = {"ours": "this project", "keras_hub": "keras-hub (jit_compile, train_on_batch)",
+             "hf_torch": "HF transformers, torch eager"}
+    lines = ["| model, batch | precision | implementation | XLA | steps/loop | seq/s "
+             "| vs best peer | peak MB | training MB |",
+             "|---|---|---|---|---|---:|---:|---:|---:|"]
+    for key, seq, peak, training, _, resolved, _ in rows:
+        size, batch, precision, impl, xla, loop = key
+        peer = best_peer.get((size, batch, precision))
+        ratio = "%.2fx" % (seq / peer[0]) if peer and impl == "ours" else ""
+        if impl == "ours" and xla == "default":
+            xla_text = "default (%s)" % resolved.get("xla", "?")
+            loop_text = "default (%s)" % resolved.get("steps_per_loop", "?")
+        else:
+            xla_text = {"on": "on", "off": "off"}.get(xla, xla) if impl != "hf_torch" else "-"
+            loop_text = str(loop) if impl == "ours" else "-"
+        if impl == "hf_torch" and precision == "bf16":
+            precision_text = "bf16 (autocast)"
+        elif precision == "bf16":
+            precision_text = "mixed bf16"
+        else:
+            precision_text = precision
+        lines.append("| %s, %d | %s | %s | %s | %s | %.1f | %s | %.0f | %.0f |" % (
+            size.replace("bert_", "BERT-"), batch, precision_text, names[impl], xla_text,
+            loop_text, seq, ratio, peak, training))
+    rounds = max(r[-1] for r in rows)
+    return "\n".join(lines) + "\n\n%d rounds; seq/s is the median over rounds of each " \
+        "round's median step. " % rounds + _machine_line(runs[-1])
+
+
+def inference_table():
+    runs = _latest_run(_records("bench_inference"))
+    if not runs:
+        return None
+    groups = collections.OrderedDict()
+    for record in runs:
+        c = record["config"]
+        groups.setdefault((c["impl"], c["precision"]), []).append(record)
+    names = {"ours": "this project, `inference.Encoder`",
+             "ours_savedmodel": "this project, exported SavedModel (text in)",
+             "keras_hub": "keras-hub `BertBackbone` in tf.function",
+             "hf_torch": "HF transformers, torch eager",
+             "hf_torch_compile": "HF transformers, torch.compile"}
+    base = groups.get(("hf_torch", "fp32"))
+    base_latency = statistics.median(r["latency_ms"] for r in base) if base else None
+    lines = ["| implementation | precision | 1 sentence, ms | vs HF eager fp32 | batch of 32, seq/s |"
+             " max abs diff vs fp32 |",
+             "|---|---|---:|---:|---:|---:|"]
+    for (impl, precision), records in groups.items():
+        latency = statistics.median(r["latency_ms"] for r in records)
+        batched = statistics.median(r["batched_seq_per_sec"] for r in records)
+        diff = records[0].get("max_abs_diff_vs_fp32")
+        diff_text = ("%.3f (sequence), %.3f (pooled)" % (diff["sequence_output"],
+                                                        diff["pooled_output"])
+                     if diff else "")
+        ratio = "%.2fx" % (base_latency / latency) if base_latency else ""
+        lines.append("| %s | %s | %.1f | %s | %.1f | %s |" % (
+            names.get(impl, impl), precision, latency, ratio, batched, diff_text))
+    return "\n".join(lines) + "\n\nBERT-base, 30 word pieces; latency is the median " \
+        "call. " + _machine_line(runs[-1])
+
+
+def tokenization_table():
+    runs = _latest_run(_records("bench_tokenization"))
+    if not runs:
+        return None
+    record = runs[-1]
+    lines = ["| workload | GraphTokenizer lines/s | HF tokenizers lines/s | FullTokenizer "
+             "lines/s | GraphTokenizer vs HF | ids identical |",
+             "|---|---:|---:|---:|---:|---|"]
+    for name, work in record["workloads"].items():
+        rates = work["lines_per_s"]
+        lines.append("| %s | %.0f | %.0f | %.0f | %.2fx | %s |" % (
+            name.replace("_", " "), rates["graph"], rates["hf"], rates.get("python", 0),
+            work["graph_vs_hf"], "yes" if work.get("identical_graph_hf") and
+            work.get("identical_graph_python") else "NO"))
+    return "\n".join(lines) + "\n\n" + _machine_line(record)
+
+
+def data_prep_table():
+    runs = _latest_run(_records("bench_data_prep"))
+    if not runs:
+        return None
+    record = runs[-1]
+    d = record["derived"]
+    lines = ["| writer | wall s | after TensorFlow import, s | vs Google (wall) | instances "
+             "| masked share | random-next share |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for name, label in (("google", "Google's create_pretraining_data.py"),
+                        ("ours_1w", "this project, 1 worker"),
+                        ("ours_2w", "this project, 2 workers")):
+        if name not in d["best_wall_s"]:
+            continue
+        stats = record["statistics"][name]
+        speed = d.get("speedup_wall_vs_google", {}).get(name)
+        lines.append("| %s | %.1f | %.1f | %s | %d | %.4f | %.4f |" % (
+            label, d["best_wall_s"][name], d["best_after_import_s"][name],
+            "%.2fx" % speed if speed else "", stats["instances"], stats["masked_share"],
+            stats["random_next_share"]))
+    memory = record.get("memory")
+    tail = ""
+    if memory:
+        tail = (" Peak memory (1 worker): %.0f MB at %.1f MB of corpus, %.0f MB at %.1f MB "
+                "(x%.2f)." % (memory["max_rss_mb"][0], memory["corpus_mb"][0],
+                              memory["max_rss_mb"][1], memory["corpus_mb"][1],
+                              memory["rss_growth"]))
+    return "\n".join(lines) + "\n\n%.1f MB of English, %d documents.%s %s" % (
+        record["config"]["corpus_mb"], record["config"]["documents"], tail,
+        _machine_line(record))
+
+
+TABLES = collections.OrderedDict([
+    ("training", training_table), ("inference", inference_table),
+    ("tokenization", tokenization_table), ("data_prep", data_prep_table)])
+
+
+def render():
+    return {name: fn() for name, fn in TABLES.items()}
+
+
+def replace_in_readme(text, tables):
+    for name, table in tables.items():
+        if table is None:
+            continue
+        pattern = re.compile(r"(<!-- report:%s -->\n).*?(<!-- /report:%s -->)" % (name, name),
+                             re.S)
+        if not pattern.search(text):
+            raise ValueError("README.md has no <!-- report:%s --> ... <!-- /report:%s --> "
+                             "markers" % (name, name))
+        text = pattern.sub(lambda m: m.group(1) + table + "\n" + m.group(2), text)
+    return text
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--write", action="store_true", help="update README.md in place")
+    args = parser.parse_args()
+    tables = render()
+    if not args.write:
+        for name, table in tables.items():
+            print("## %s\n\n%s\n" % (name, table or "(no results yet)"))
+        return
+    with open(README) as f:
+        text = f.read()
+    updated = replace_in_readme(text, tables)
+    temporary = README + ".tmp"
+    with open(temporary, "w") as f:
+        f.write(updated)
+    os.replace(temporary, README)
+    print("README.md: %d tables updated" % sum(t is not None for t in tables.values()))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

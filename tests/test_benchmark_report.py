@@ -1,0 +1,58 @@
+"""benchmarks/report.py: the README's tables come from the JSON-lines results."""
+
+import json
+import os
+import sys
+
+import pytest
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO_ROOT)
+
+from benchmarks import report  # noqa: E402  pylint: disable=wrong-import-position
+
+
+def _training_record(impl, xla, seq_per_sec, run_id="r2", round_index=0):
+    return {"benchmark": "bench_training", "run_id": run_id, "round": round_index,
+            "timestamp": "2026-11-30T00:00:00+00:00",
+            "config": {"impl": impl, "size": "bert_base", "batch_size": 8,
+                       "precision": "fp32", "xla": xla, "steps_per_loop": 1},
+            "resolved": {"xla": "off", "steps_per_loop": 100} if xla == "default" else None,
+            "seq_per_sec": seq_per_sec, "peak_mb": 4000.0, "training_mb": 1500.0,
+            "final_loss": 10.4,
+            "machine": {"cpu_model": "Test CPU", "cores": 2,
+                        "cpu_flags": {"avx512_bf16": True, "amx_bf16": False}},
+            "versions": {"tensorflow": "2.21.0"}}
+
+
+def test_training_table_uses_the_latest_run_and_ratios_to_the_best_peer(tmp_path, monkeypatch):
+    records = [_training_record("ours", "off", 99.0, run_id="r1"),  # an older run: ignored
+               _training_record("keras_hub", "on", 3.0), _training_record("hf_torch", "off", 2.0),
+               _training_record("ours", "default", 3.3),
+               _training_record("ours", "default", 3.9, round_index=1),
+               _training_record("ours", "default", 3.6, round_index=2)]
+    (tmp_path / "bench_training.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in records))
+    monkeypatch.setattr(report, "RESULTS", str(tmp_path))
+    table = report.training_table()
+    rows = [line for line in table.splitlines() if line.startswith("| BERT-base")]
+    assert len(rows) == 3  # r1's record is not in the latest run
+    ours = [r for r in rows if "this project" in r][0]
+    # Median of 3.3, 3.9, 3.6 is 3.6; best peer 3.0: 1.20x.
+    assert "| 3.6 | 1.20x |" in ours and "default (off)" in ours and "default (100)" in ours
+    assert "Test CPU, 2 cores, CPU flags avx512_bf16;" in table
+    assert report.inference_table() is None  # no results: no table
+
+
+def test_readme_has_every_table_marker_and_replacement_keeps_the_rest():
+    with open(os.path.join(REPO_ROOT, "README.md")) as f:
+        text = f.read()
+    tables = {name: "TABLE %s" % name for name in report.TABLES}
+    updated = report.replace_in_readme(text, tables)
+    for name in report.TABLES:
+        assert "<!-- report:%s -->\nTABLE %s\n<!-- /report:%s -->" % (name, name, name) in updated
+    # Only the text between the markers changed.
+    again = report.replace_in_readme(updated, {n: "" for n in report.TABLES})
+    assert again == report.replace_in_readme(text, {n: "" for n in report.TABLES})
+    with pytest.raises(ValueError, match="report:missing"):
+        report.replace_in_readme(text, {"missing": "x"})
