@@ -39,7 +39,7 @@ def test_training_table_uses_the_latest_run_and_ratios_to_the_best_peer(tmp_path
     assert len(rows) == 3  # r1's record is not in the latest run
     ours = [r for r in rows if "this project" in r][0]
     # Median of 3.3, 3.9, 3.6 is 3.6; best peer 3.0: 1.20x.
-    assert "| 3.6 | 1.20x |" in ours and "default (off)" in ours and "default (100)" in ours
+    assert "| 3.60 | 1.20x |" in ours and "default (off)" in ours and "default (100)" in ours
     assert "Test CPU, 2 cores, CPU flags avx512_bf16;" in table
     assert report.inference_table() is None  # no results: no table
 
