@@ -560,6 +560,9 @@ def test_objectives_and_masking_through_the_chunk_processor(sample_vocab_file):
         if objective == "none":
             assert not any(labels)
             assert all(set(i.segment_ids) == {0} for i in result.first_instances)
+        elif objective == "contiguous":  # UNILM's source -> target: never swapped
+            assert not any(labels)
+            assert all(set(i.segment_ids) == {0, 1} for i in result.first_instances)
         else:
             assert 0.35 < sum(labels) / len(labels) < 0.65
         assert abs(result.num_masked / result.num_tokens - 0.15) < 0.015

@@ -26,11 +26,13 @@ by name in `InstanceOptions` (defaults give Google's output, unchanged):
 * ``masking``: a strategy of `data.pretraining.masking.MASKING_STRATEGIES` -- ``token``
   (Google's), ``whole_word`` (``--do_whole_word_mask``; for Chinese with
   ``chinese_word_segmentation``, jieba words as units), ``span`` (SpanBERT),
-  ``ngram`` (ALBERT).
+  ``ngram`` (ALBERT), ``unilm`` (UNILM: whole words, sometimes 2-3-grams).
 * ``sentence_objective``: how a document becomes sequences, from
   `SENTENCE_OBJECTIVES` -- ``nsp`` (the pairs above), ``sop`` (ALBERT's
   sentence order: two consecutive segments, swapped half of the time, label
-  1 = swapped) and ``none`` (one segment of consecutive sentences, label 0).
+  1 = swapped), ``contiguous`` (the same pairs never swapped: UNILM's
+  source and target) and ``none`` (one segment of consecutive sentences,
+  label 0).
 
 Word boundaries travel beside the tokens: with ``chinese_word_segmentation``
 each sentence comes with a list of booleans, True where a word begins
@@ -327,6 +329,30 @@ def sop_pairs(all_documents, document_index, max_seq_length, short_seq_prob, rng
               all_word_starts=None):
     """ALBERT's sentence-order-prediction pairs of one document (a generator).
 
+    See `_ordered_pairs`: the pairs of `contiguous_pairs`, swapped with
+    probability 0.5 (label 1 = swapped, as ALBERT stores it).
+    """
+    return _ordered_pairs(all_documents, document_index, max_seq_length, short_seq_prob,
+                          rng, all_word_starts, swap=True)
+
+
+def contiguous_pairs(all_documents, document_index, max_seq_length, short_seq_prob, rng,
+                     all_word_starts=None):
+    """Pairs A, B where B is the text that follows A in the document (a generator).
+
+    UNILM's segments: A is the source and B the target of its
+    sequence-to-sequence objective, so B must continue A (never swapped, never
+    from another document). Label 0 always. Chunking and truncation as for
+    SOP (`_ordered_pairs`).
+    """
+    return _ordered_pairs(all_documents, document_index, max_seq_length, short_seq_prob,
+                          rng, all_word_starts, swap=False)
+
+
+def _ordered_pairs(all_documents, document_index, max_seq_length, short_seq_prob, rng,
+                   all_word_starts, swap):
+    """Contiguous pairs of one document, swapped with probability 0.5 when `swap`.
+
     Sentences are gathered into chunks as for NSP; A is a random-length
     prefix of the chunk and B the rest, so B always directly follows A in the
     document. A chunk of a single sentence is split inside it, at a random
@@ -364,7 +390,7 @@ def sop_pairs(all_documents, document_index, max_seq_length, short_seq_prob, rng
             starts_a = starts[:cut] if starts is not None else None
             starts_b = starts[cut:] if starts is not None else None
         _truncate_outer_ends(tokens_a, tokens_b, max_num_tokens, starts_a, starts_b)
-        swapped = rng.random() < 0.5
+        swapped = swap and rng.random() < 0.5
         if swapped:
             tokens_a, tokens_b = tokens_b, tokens_a
             starts_a, starts_b = starts_b, starts_a
@@ -418,6 +444,7 @@ def single_segments(all_documents, document_index, max_seq_length, short_seq_pro
 SENTENCE_OBJECTIVES = collections.OrderedDict([
     ("nsp", nsp_pairs),
     ("sop", sop_pairs),
+    ("contiguous", contiguous_pairs),
     ("none", single_segments),
 ])
 

@@ -425,15 +425,30 @@ class NgramMasking(_ContiguousWordMasking):
         self._set_length_weights([1.0 / n for n in range(1, self.max_ngram + 1)])
 
 
+class UnilmMasking(_ContiguousWordMasking):
+    """UNILM's cloze: whole words 80% of the time, else a bigram or a trigram.
+
+    Lengths in words: 1 with probability 0.8, 2 and 3 with 0.1 each (the
+    paper's "20% of the time a bigram or a trigram", split evenly).
+    """
+
+    name = "unilm"
+    option_names = ()
+
+    def __init__(self):
+        self._set_length_weights([0.8, 0.1, 0.1])
+
+
 MASKING_STRATEGIES = collections.OrderedDict([
     ("token", TokenMasking),
     ("whole_word", WholeWordMasking),
     ("span", SpanMasking),
     ("ngram", NgramMasking),
+    ("unilm", UnilmMasking),
 ])
 
 # Strategies whose units are words (and so use word boundaries).
-WORD_LEVEL_STRATEGIES = frozenset(("whole_word", "span", "ngram"))
+WORD_LEVEL_STRATEGIES = frozenset(("whole_word", "span", "ngram", "unilm"))
 
 
 def create_masking_strategy(name, **options):
