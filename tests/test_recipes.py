@@ -118,7 +118,7 @@ def test_recipe_beats_its_context_free_baselines_on_held_out_documents(tmp_path,
         recipe=name, output_dir=str(tmp_path / name), max_seq_length=32,
         max_predictions_per_seq=5, num_train_steps=STEPS, num_warmup_steps=100,
         learning_rate=1e-3, train_batch_size=32, eval_batch_size=32, max_eval_steps=10,
-        save_checkpoints_steps=STEPS, log_steps=STEPS)
+        save_checkpoints_steps=STEPS, log_steps=STEPS, steps_per_loop=100)
     results = pretraining.run(job)
     # Held out: the evaluation text is documents the training text does not hold.
     text_dir = os.path.join(str(tmp_path / name), "data", "text")

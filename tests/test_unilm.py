@@ -137,7 +137,7 @@ def pretrained(tmp_path_factory):
         recipe="unilm", output_dir=output_dir, max_seq_length=32, max_predictions_per_seq=5,
         num_train_steps=PRETRAIN_STEPS, num_warmup_steps=50, learning_rate=1e-3,
         train_batch_size=32, eval_batch_size=32, max_eval_steps=10,
-        save_checkpoints_steps=PRETRAIN_STEPS, log_steps=PRETRAIN_STEPS)
+        save_checkpoints_steps=PRETRAIN_STEPS, log_steps=PRETRAIN_STEPS, steps_per_loop=100)
     return output_dir, pretraining.run(job)
 
 
@@ -220,7 +220,8 @@ def finetuned(pretrained):
         recipe="unilm_seq2seq", output_dir=output_dir, init_checkpoint=pretrain_dir,
         max_seq_length=32, max_predictions_per_seq=12, num_train_steps=FINETUNE_STEPS,
         num_warmup_steps=30, learning_rate=1e-3, train_batch_size=32, eval_batch_size=32,
-        max_eval_steps=10, save_checkpoints_steps=FINETUNE_STEPS, log_steps=FINETUNE_STEPS)
+        max_eval_steps=10, save_checkpoints_steps=FINETUNE_STEPS, log_steps=FINETUNE_STEPS,
+        steps_per_loop=100)
     return output_dir, pretraining.run(job)
 
 
