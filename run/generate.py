@@ -38,9 +38,9 @@ from modeling.unilm import decoding as unilm_decoding
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_enum("recipe", "gpt2", ["gpt2", "unilm"],
-                  "gpt2: a causal LM continues the prompt; unilm: a UNILM seq2seq model "
-                  "writes the target of each prompt (the source).")
+flags.DEFINE_enum("recipe", "gpt2", ["gpt2", "gpt", "unilm"],
+                  "gpt2, gpt: a causal LM (GPT-2, or the 2018 GPT) continues the prompt; "
+                  "unilm: a UNILM seq2seq model writes the target of each prompt (the source).")
 flags.DEFINE_string("init_checkpoint", None,
                     "HF GPT-2 model.safetensors (or its folder), or a checkpoint folder / "
                     "ckpt-N prefix written by run_pretraining.py --recipe=gpt2.")
@@ -128,7 +128,8 @@ def main(_):
                           ("--config_file", FLAGS.config_file)])
     prompts = _read_prompts()
     generator = generation.load_generator(FLAGS.config_file, FLAGS.init_checkpoint,
-                                          FLAGS.vocab_file, FLAGS.merges_file)
+                                          FLAGS.vocab_file, FLAGS.merges_file,
+                                          family=FLAGS.recipe)
     records = generation.generate_records(generator, prompts, options)
     generation.write_jsonl(records, FLAGS.output_file)
     print("Wrote %d generations to %s" % (len(records), FLAGS.output_file))

@@ -14,8 +14,24 @@ TPUEstimator.
       --max_seq_length=128 --train_batch_size=32 --learning_rate=2e-5 \
       --num_train_epochs=3.0 --output_dir=/tmp/mrpc_output
 
+GPT-style fine-tuning (Radford et al. 2018) with the paper's input
+transformations and its auxiliary language-model loss:
+
+    python run/run_classifier.py --model_family=gpt --task_name=multiple_choice \
+      --data_dir=story_cloze --bert_config_file=gpt_dir/config.json \
+      --vocab_file=gpt_dir/vocab.json --merges_file=gpt_dir/merges.txt \
+      --init_checkpoint=gpt_dir --lm_loss_weight=0.5 --do_train --do_eval \
+      --max_seq_length=64 --output_dir=/tmp/cloze
+
+(`gpt_dir` from `run_pretraining.py --recipe=gpt`, or an HF `openai-gpt`
+folder). Single texts become `<s> text <e>`, pairs `<s> a $ b <e>`
+(`--input_transformation=similarity`: both orders, their `<e>` states
+added), multiple choice one `<s> context $ choice <e>` per candidate
+(`modeling.tasks.gpt_classification`).
+
 Tasks: `--task_name` = cola, mnli, mnli_mismatched, mrpc, xnli, sst2, qqp,
-stsb (GLUE/XNLI file layouts), generic (any tsv/csv/jsonl, configured with
+stsb (GLUE/XNLI file layouts), multiple_choice (JSON lines
+`{"context": ..., "choices": [...], "label": int}`, `data.processors.choice`), generic (any tsv/csv/jsonl, configured with
 `--file_format`, `--text_a_column`, `--text_b_column`, `--label_column`,
 `--has_header`, `--labels`, `--task_type`, ...) or ids (lines of integer ids,
 no tokenizer; `--ids_*` flags); or your own `DataProcessor` subclass in your
@@ -46,8 +62,8 @@ from modeling.tasks import classifier_job
 
 # Google's flags.
 flags.DEFINE_string("model_family", "bert",
-                    "The encoder's model family (bert, albert, ...): how --bert_config_file "
-                    "and --init_checkpoint are read.")
+                    "The encoder's model family (bert, albert, gpt, ...): how --bert_config_file "
+                    "and --init_checkpoint are read and how inputs are framed.")
 flags.DEFINE_string("data_dir", None,
                     "The input data dir. Should contain the .tsv files (or other data files) "
                     "for the task.")
@@ -117,6 +133,18 @@ flags.DEFINE_enum("ids_keep", "first", ["first", "last"],
                   "ids: which ids a too-long sequence keeps.")
 # --task_name=xnli.
 flags.DEFINE_string("xnli_language", "zh", "xnli: the language to train and evaluate on.")
+# Families with their own input format (GPT).
+flags.DEFINE_string("merges_file", None,
+                    "gpt: the byte-level BPE merges (merges.txt); --vocab_file is then "
+                    "vocab.json.")
+flags.DEFINE_enum("input_transformation", "auto",
+                  ["auto", "classification", "entailment", "similarity", "multiple_choice"],
+                  "gpt: how an example becomes sequences: auto (<s> text <e>, <s> a $ b <e>, "
+                  "one sequence per candidate for multiple_choice tasks) or similarity (both "
+                  "orders of a pair, their <e> states added).")
+flags.DEFINE_float("lm_loss_weight", None,
+                   "gpt: weight of the auxiliary language-model loss added to the task loss "
+                   "(default 0.5, the paper's; 0 disables it).")
 # tf.distribute instead of TPUEstimator, XLA, precision, optimizer, checkpoints
 # and logging: the flags every training script shares.
 common_flags.define_trainer_flags()

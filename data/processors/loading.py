@@ -14,6 +14,7 @@ import sys
 import traceback
 
 from data.processors.base import ProcessorError
+from data.processors.choice import MultipleChoiceProcessor
 from data.processors.generic import GenericProcessor
 from data.processors.glue import (ColaProcessor, MnliMismatchedProcessor, MnliProcessor,
                                   MrpcProcessor, QqpProcessor, Sst2Processor, StsbProcessor,
@@ -33,6 +34,7 @@ PROCESSORS = {
     "stsb": StsbProcessor,
     "generic": GenericProcessor,
     "ids": IdsProcessor,
+    "multiple_choice": MultipleChoiceProcessor,
 }
 # GLUE's folder names.
 _ALIASES = {"sst-2": "sst2", "sts-b": "stsb", "mnli-mm": "mnli_mismatched"}

@@ -48,6 +48,7 @@ FAMILY = registry.families.register("gpt2", registry.Family(
     config_file_name="config.json",
     name_tables={"hf": checkpoint_names.HF},
     head_activation=lambda config: config.hidden_act,
-    is_encoder=lambda model: isinstance(model, GPT2Network),
+    # GPT's network (`modeling.gpt`) is a GPT2Network subclass of its own family.
+    is_encoder=lambda model: isinstance(model, GPT2Network) and model.family_name == "gpt2",
     has_pooler=False,
 ))

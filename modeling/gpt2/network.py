@@ -130,12 +130,22 @@ def _activation_name(name):
 class GPT2Network(keras.Model):
     """The GPT-2 decoder stack (see the module docstring).
 
+    Class attributes a decoder of the same shape overrides (`modeling.gpt`'s
+    GPT is this stack with post-LN blocks, no `ln_f` and plain 0.02 output
+    projections): `family_name`, `norm_first`, `final_layer_norm`,
+    `scale_residual_init`.
+
     Args:
         vocab_size ... initializer_range: as in `GPT2Config` (HF names).
         output_attention_probs: default for returning attention
             probabilities (a call argument of the same name overrides it).
         **kwargs: Keras `Model` arguments (`name`, `dtype`, `trainable`).
     """
+
+    family_name = "gpt2"
+    norm_first = True
+    final_layer_norm = True
+    scale_residual_init = True
 
     def __init__(self, vocab_size, n_positions=1024, n_embd=768, n_layer=12, n_head=12,
                  n_inner=None, activation_function="gelu_new", resid_pdrop=0.1,
@@ -169,13 +179,15 @@ class GPT2Network(keras.Model):
                 hidden_act=_activation_name(activation_function),
                 hidden_dropout_prob=resid_pdrop, attention_probs_dropout_prob=attn_pdrop,
                 initializer_range=initializer_range, layer_norm_epsilon=layer_norm_epsilon,
-                norm_first=True,
-                output_initializer_range=initializer_range / math.sqrt(2 * n_layer),
+                norm_first=self.norm_first,
+                output_initializer_range=(initializer_range / math.sqrt(2 * n_layer)
+                                          if self.scale_residual_init else None),
                 dtype=policy, name="layer_%d" % i)
             for i in range(n_layer)
         ]
-        self.ln_f = keras.layers.LayerNormalization(
+        self.ln_f = (keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=policy, name="ln_f")
+            if self.final_layer_norm else None)
         # Weight shapes do not depend on the input: create them now, so the
         # network can be tied to or loaded into before its first call.
         self.build()
@@ -186,7 +198,8 @@ class GPT2Network(keras.Model):
         self.embeddings.build()
         for block in self.transformer_layers:
             block.build((None, None, self.n_embd))
-        self.ln_f.build((None, None, self.n_embd))
+        if self.ln_f is not None:
+            self.ln_f.build((None, None, self.n_embd))
 
     # ------------------------------------------------------------ properties
 
@@ -230,6 +243,9 @@ class GPT2Network(keras.Model):
             return inputs["input_ids"], inputs.get("input_mask"), inputs.get("position_ids")
         return inputs, None, None
 
+    def _final_norm(self, hidden):
+        return hidden if self.ln_f is None else self.ln_f(hidden)
+
     def logits(self, sequence_output):
         """Next-token logits through the tied embedding table: float32 `[..., vocab]`."""
         table = tf.cast(self.embedding_table, sequence_output.dtype)
@@ -255,7 +271,7 @@ class GPT2Network(keras.Model):
             encoder_outputs.append(hidden)
             attention_probs.append(probs)
         outputs = {
-            "sequence_output": self.ln_f(hidden),
+            "sequence_output": self._final_norm(hidden),
             "encoder_outputs": encoder_outputs,
             "embedding_output": embedding_output,
         }
@@ -308,7 +324,7 @@ class GPT2Network(keras.Model):
             hidden, _, layer_cache = block(hidden, attention_mask=mask, training=training,
                                            cache=layer_cache, return_cache=True)
             new_cache.append(layer_cache)
-        sequence_output = self.ln_f(hidden)
+        sequence_output = self._final_norm(hidden)
         return {"logits": self.logits(sequence_output), "sequence_output": sequence_output,
                 "cache": new_cache}
 

@@ -243,8 +243,8 @@ class Generator:
     bos_id: Optional[int]
 
 
-def load_generator(config_file, init_checkpoint, vocab_file, merges_file):
-    """Builds a GPT-2 network from a config file and a checkpoint, and its tokenizer.
+def load_generator(config_file, init_checkpoint, vocab_file, merges_file, family="gpt2"):
+    """Builds a GPT-2 (or GPT) network from a config file and a checkpoint, and its tokenizer.
 
     Args:
         config_file: an HF GPT-2 `config.json` (or its folder), or the one
@@ -253,17 +253,19 @@ def load_generator(config_file, init_checkpoint, vocab_file, merges_file):
             project's checkpoint folder / `ckpt-N` prefix; anything
             `modeling.checkpoints.init_from_checkpoint` reads.
         vocab_file, merges_file: the byte-level BPE files.
+        family: the decoder's model family, "gpt2" or "gpt" (any registered
+            family whose network has `call_with_cache` and `logits`).
 
     The eos/bos ids are the config's, else the vocabulary's `<|endoftext|>`.
     """
     from data.tokenizers import byte_bpe  # pylint: disable=g-import-not-at-top
     from modeling import checkpoints  # pylint: disable=g-import-not-at-top
-    from modeling.gpt2 import GPT2Network  # pylint: disable=g-import-not-at-top
-    from modeling.gpt2 import load_gpt2_config  # pylint: disable=g-import-not-at-top
+    from modeling import registry  # pylint: disable=g-import-not-at-top
 
     # Errors name the argument (= run/generate.py's flag) they come from.
     try:
-        config = load_gpt2_config(config_file)
+        family = registry.families.get(family)
+        config = family.load_config(config_file)
     except (ValueError, OSError) as e:
         raise GenerationError("config_file", str(e)) from e
     for option, load in (("vocab_file", lambda: byte_bpe.load_vocab(vocab_file)),
@@ -277,7 +279,7 @@ def load_generator(config_file, init_checkpoint, vocab_file, merges_file):
         raise GenerationError("vocab_file", "%s has %d tokens but the model (%s) has "
                               "vocab_size %d" % (vocab_file, tokenizer.vocab_size,
                                                  config_file, config.vocab_size))
-    network = GPT2Network.from_config_object(config)
+    network = family.build_encoder(config)
     try:
         checkpoints.init_from_checkpoint(network, init_checkpoint)
     except (ValueError, OSError, TypeError) as e:
@@ -286,10 +288,10 @@ def load_generator(config_file, init_checkpoint, vocab_file, merges_file):
     def usable(token_id):
         return token_id if token_id is not None and token_id < config.vocab_size else None
 
-    eos_id = usable(config.eos_token_id)
+    eos_id = usable(getattr(config, "eos_token_id", None))
     if eos_id is None:
         eos_id = tokenizer.eos_id
-    bos_id = usable(config.bos_token_id)
+    bos_id = usable(getattr(config, "bos_token_id", None))
     if bos_id is None:
         bos_id = eos_id
     return Generator(network, tokenizer, eos_id, bos_id)

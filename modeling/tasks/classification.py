@@ -59,6 +59,7 @@ from modeling.layers import truncated_normal_initializer
 
 __all__ = [
     "BertClassifier",
+    "task_loss_and_metrics",
     "TASK_TYPES",
     "accuracy",
     "compute_metrics",
@@ -77,6 +78,50 @@ TASK_TYPES = (CLASSIFICATION, MULTI_LABEL, REGRESSION)
 
 def _stat(total, count):
     return (tf.cast(total, tf.float32), tf.cast(count, tf.float32))
+
+
+def task_loss_and_metrics(outputs, features, task_type, num_labels):
+    """`(loss, {name: (sum, count)})` of a classifier's `outputs` (see the module docstring).
+
+    Shared by every classifier head (`BertClassifier`, GPT's
+    `modeling.tasks.gpt_classification`): `outputs` holds `logits`
+    (`[batch, num_labels]`) and, for regression, `predictions`; `features`
+    `label_ids` and optionally `is_real_example`.
+    """
+    logits = outputs["logits"]
+    batch = tf.shape(logits)[0]
+    if "is_real_example" in features:
+        weights = tf.reshape(tf.cast(features["is_real_example"], tf.float32), [-1])
+    else:
+        weights = tf.ones([batch], tf.float32)
+    labels = features["label_ids"]
+    metrics = {}
+    if task_type == CLASSIFICATION:
+        labels = tf.reshape(tf.cast(labels, tf.int32), [-1])
+        per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=labels, logits=logits)
+        correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32),
+                                   labels), tf.float32)
+        metrics["accuracy"] = _stat(tf.reduce_sum(weights * correct), tf.reduce_sum(weights))
+    elif task_type == MULTI_LABEL:
+        labels = tf.reshape(tf.cast(labels, tf.float32), [-1, num_labels])
+        per_label = tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
+        per_example = tf.reduce_mean(per_label, axis=-1)
+        right = tf.cast(tf.equal(tf.cast(logits > 0.0, tf.float32), labels), tf.float32)
+        all_right = tf.reduce_min(right, axis=-1)
+        metrics["accuracy"] = _stat(tf.reduce_sum(weights * all_right),
+                                    tf.reduce_sum(weights))
+        metrics["label_accuracy"] = _stat(
+            tf.reduce_sum(weights[:, None] * right),
+            tf.reduce_sum(weights) * float(num_labels))
+    else:
+        labels = tf.reshape(tf.cast(labels, tf.float32), [-1])
+        per_example = tf.square(outputs["predictions"] - labels)
+    loss_sum = tf.reduce_sum(weights * per_example)
+    weight_sum = tf.reduce_sum(weights)
+    loss = tf.math.divide_no_nan(loss_sum, weight_sum)
+    metrics["loss"] = _stat(loss_sum, weight_sum)
+    return loss, metrics
 
 
 @keras.saving.register_keras_serializable(package="bert_family")
@@ -171,40 +216,7 @@ class BertClassifier(keras.Model):
     def compute_loss_and_metrics(self, features, training=None):
         """`(loss, {name: (sum, count)})` for the trainer (see the module docstring)."""
         outputs = self(features, training=training)
-        logits = outputs["logits"]
-        batch = tf.shape(logits)[0]
-        if "is_real_example" in features:
-            weights = tf.reshape(tf.cast(features["is_real_example"], tf.float32), [-1])
-        else:
-            weights = tf.ones([batch], tf.float32)
-        labels = features["label_ids"]
-        metrics = {}
-        if self.task_type == CLASSIFICATION:
-            labels = tf.reshape(tf.cast(labels, tf.int32), [-1])
-            per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(
-                labels=labels, logits=logits)
-            correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32),
-                                       labels), tf.float32)
-            metrics["accuracy"] = _stat(tf.reduce_sum(weights * correct), tf.reduce_sum(weights))
-        elif self.task_type == MULTI_LABEL:
-            labels = tf.reshape(tf.cast(labels, tf.float32), [-1, self.num_labels])
-            per_label = tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
-            per_example = tf.reduce_mean(per_label, axis=-1)
-            right = tf.cast(tf.equal(tf.cast(logits > 0.0, tf.float32), labels), tf.float32)
-            all_right = tf.reduce_min(right, axis=-1)
-            metrics["accuracy"] = _stat(tf.reduce_sum(weights * all_right),
-                                        tf.reduce_sum(weights))
-            metrics["label_accuracy"] = _stat(
-                tf.reduce_sum(weights[:, None] * right),
-                tf.reduce_sum(weights) * float(self.num_labels))
-        else:
-            labels = tf.reshape(tf.cast(labels, tf.float32), [-1])
-            per_example = tf.square(outputs["predictions"] - labels)
-        loss_sum = tf.reduce_sum(weights * per_example)
-        weight_sum = tf.reduce_sum(weights)
-        loss = tf.math.divide_no_nan(loss_sum, weight_sum)
-        metrics["loss"] = _stat(loss_sum, weight_sum)
-        return loss, metrics
+        return task_loss_and_metrics(outputs, features, self.task_type, self.num_labels)
 
     # ---------------------------------------------------------------- config
 

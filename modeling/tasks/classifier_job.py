@@ -11,6 +11,13 @@
 `ClassifierJob` holds the flags of Google's `run_classifier.py` (and this
 project's) as fields with the same names and defaults, so a notebook runs
 exactly what the script runs and the script stays a flag parser.
+
+How examples become model inputs is the model family's fine-tuning input
+format (`modeling.tasks.input_formats`): `PooledInputFormat` here (Google's
+``[CLS] a [SEP] b [SEP]`` and `BertClassifier`) for BERT, ALBERT and every
+family with a pooled output, or the one a family registers (GPT's
+`<s> a $ b <e>` with the auxiliary LM loss, `modeling.tasks.gpt_classification`).
+
 `run(job)`:
 
 1. checks everything it can before any training: the flags, the casing
@@ -52,18 +59,16 @@ from modeling import registry
 from modeling.serving import export
 from modeling.tasks import FineTuningTask
 from modeling.tasks import classification as classifier_lib
+from modeling.tasks import input_formats
+from modeling.tasks.input_formats import ClassifierJobError
 from modeling.training import distribute
 from modeling.training import optimization
 from modeling.training import run_lock
 from modeling.training import validation
 from modeling.training import trainer as trainer_lib
 
-__all__ = ["ClassifierJob", "ClassifierJobError", "ClassifierResult", "build_processor",
-           "run"]
-
-
-class ClassifierJobError(ValueError):
-    """Bad job settings or inputs, reported as one line."""
+__all__ = ["ClassifierJob", "ClassifierJobError", "ClassifierResult", "PooledInputFormat",
+           "build_processor", "run"]
 
 
 @dataclasses.dataclass
@@ -74,8 +79,9 @@ class ClassifierJob:
     or, from Python, a `DataProcessor` class or instance (used as it is).
     """
 
-    # The encoder's family (a name of `modeling.registry.families` whose
-    # encoder has a pooled output: bert, albert, ...); its config file format.
+    # The encoder's family (a name of `modeling.registry.families`: one whose
+    # encoder has a pooled output, bert, albert, ..., or one with a registered
+    # input format, gpt); its config file format and how inputs are framed.
     model_family: str = "bert"
     # Google's flags.
     data_dir: Optional[str] = None
@@ -121,6 +127,13 @@ class ClassifierJob:
     ids_keep: str = "first"
     # task_name=xnli.
     xnli_language: str = "zh"
+    # Families with their own input format (GPT): the BPE merges (vocab_file
+    # is then vocab.json), the input transformation ("auto", "classification",
+    # "entailment", "similarity", "multiple_choice") and the weight of the
+    # auxiliary language-model loss (None: the format's default, GPT's 0.5).
+    merges_file: Optional[str] = None
+    input_transformation: str = "auto"
+    lm_loss_weight: Optional[float] = None
     # The trainer (`run/common_flags.define_trainer_flags`).
     distribution_strategy: str = "one_device"
     tpu: Optional[str] = None
@@ -196,6 +209,8 @@ def build_processor(job, vocab_size=None):
             vocab_size=vocab_size, eval_metrics=job.eval_metrics, **_split_files(job))
     if issubclass(processor_class, processors_lib.XnliProcessor):
         return processor_class(language=job.xnli_language)
+    if issubclass(processor_class, processors_lib.MultipleChoiceProcessor):
+        return processor_class(data_dir=job.data_dir, **_split_files(job))
     return processor_class()
 
 
@@ -232,11 +247,8 @@ def _check_job(job):
         family = registry.families.get(job.model_family)
     except registry.RegistryError as e:
         raise ClassifierJobError("--model_family: %s" % e) from e
-    if not family.has_pooler:
-        raise ClassifierJobError(
-            "--model_family=%s: its network has no pooled output to classify; sequence "
-            "classification needs an encoder family with a pooler (e.g. bert, albert)"
-            % job.model_family)
+    format_class = input_formats.format_class_for(job.model_family, PooledInputFormat)
+    format_class.check_family(job, family)
     bert_config = family.load_config(job.bert_config_file)
     if job.max_seq_length > bert_config.max_position_embeddings:
         raise ClassifierJobError(
@@ -256,7 +268,9 @@ def _check_job(job):
     if job.nan_policy not in trainer_lib.NAN_POLICIES:
         raise ClassifierJobError("--nan_policy=%s: expected one of %s"
                                  % (job.nan_policy, ", ".join(trainer_lib.NAN_POLICIES)))
-    return bert_config
+    input_format = format_class(job, bert_config, family)
+    input_format.check()
+    return bert_config, input_format
 
 
 def _tokenizer(job, bert_config):
@@ -319,15 +333,79 @@ def _output_name(task_type):
     return "predictions" if task_type == processors_lib.REGRESSION else "probabilities"
 
 
+class PooledInputFormat(input_formats.InputFormat):
+    """Google's input format: ``[CLS] a [SEP] b [SEP]`` and `BertClassifier` on the pooled output.
+
+    The default of every family that registers no format of its own (BERT,
+    ALBERT); its encoder needs a pooled output.
+    """
+
+    @staticmethod
+    def check_family(job, family):
+        if not family.has_pooler:
+            raise ClassifierJobError(
+                "--model_family=%s: its network has no pooled output to classify; sequence "
+                "classification needs an encoder family with a pooler (e.g. bert, albert)"
+                % job.model_family)
+
+    def check(self):
+        job = self.job
+        if job.lm_loss_weight is not None:
+            raise ClassifierJobError("--lm_loss_weight: --model_family=%s has no auxiliary "
+                                     "language-model loss (GPT's)" % job.model_family)
+        if (job.input_transformation or "auto") != "auto":
+            raise ClassifierJobError("--input_transformation=%s: --model_family=%s packs "
+                                     "[CLS] a [SEP] b [SEP]; only auto applies"
+                                     % (job.input_transformation, job.model_family))
+
+    def tokenizer(self):
+        return _tokenizer(self.job, self.config)
+
+    def prepare(self, processor, task_type, label_list, num_labels):
+        if getattr(processor, "is_multiple_choice", False):
+            raise ClassifierJobError(
+                "--model_family=%s: multiple-choice tasks (%s) need a format with one "
+                "sequence per candidate; use --model_family=gpt"
+                % (self.job.model_family, type(processor).__name__))
+
+    def write_records(self, examples, path, label_list, task_type, tokenizer):
+        processors_lib.file_based_convert_examples_to_features(
+            examples, label_list, self.job.max_seq_length, tokenizer, path, task_type)
+        return path
+
+    def input_fn(self, path, batch_size, is_training, task_type, num_labels):
+        return processors_lib.file_based_input_fn_builder(
+            path, self.job.max_seq_length, is_training=is_training, drop_remainder=True,
+            batch_size=batch_size, task_type=task_type, num_labels=num_labels,
+            seed=self.job.seed)
+
+    def build_model(self, num_labels, task_type):
+        encoder_kwargs = {}
+        if "layer_norm_epsilon" in self.config.extra:
+            encoder_kwargs["layer_norm_epsilon"] = float(self.config.extra["layer_norm_epsilon"])
+        return classifier_lib.BertClassifier.from_config_object(
+            self.config, num_labels=num_labels, task_type=task_type,
+            family=self.job.model_family, **encoder_kwargs)
+
+    def init_model(self, model, checkpoint):
+        return checkpoints.init_from_checkpoint(model, checkpoint)
+
+    def export(self, model, export_dir, output_name):
+        export.export_text_model(model, export_dir, self.job.vocab_file,
+                                 self.job.do_lower_case, self.job.max_seq_length,
+                                 output_fn=lambda outputs: {output_name: outputs[output_name]})
+
+
 def run(job):
     """Runs `job` (train, eval and/or predict, export); returns a `ClassifierResult`."""
-    bert_config = _check_job(job)
+    bert_config, input_format = _check_job(job)
     processor = build_processor(job, bert_config.vocab_size)
     task_type = _task_type(processor)
     tokenizer = None
     if getattr(processor, "needs_tokenizer", True):
-        tokenizer = _tokenizer(job, bert_config)
+        tokenizer = input_format.tokenizer()
     label_list, num_labels, eval_metrics = _labels_and_metrics(processor, task_type)
+    input_format.prepare(processor, task_type, label_list, num_labels)
     logging.info("Task: %s (%s), labels: %s", type(processor).__name__, task_type, label_list)
 
     if job.seed is not None:
@@ -341,21 +419,18 @@ def run(job):
     # One run per output directory; what a killed run left is swept.
     with (run_lock.OutputDirLock(job.output_dir) if distribute.is_chief(strategy)
           else contextlib.nullcontext()):
-        return _run_in_output_dir(job, bert_config, processor, task_type, tokenizer,
+        return _run_in_output_dir(job, input_format, processor, task_type, tokenizer,
                                   label_list, num_labels, eval_metrics, strategy)
 
 
-def _run_in_output_dir(job, bert_config, processor, task_type, tokenizer, label_list,
+def _run_in_output_dir(job, input_format, processor, task_type, tokenizer, label_list,
                        num_labels, eval_metrics, strategy):
     output_dir = job.output_dir
     tf.io.gfile.makedirs(output_dir)
-    seq = job.max_seq_length
 
     def write_records(examples, name):
-        path = os.path.join(output_dir, name)
-        processors_lib.file_based_convert_examples_to_features(
-            examples, label_list, seq, tokenizer, path, task_type)
-        return path
+        return input_format.write_records(examples, os.path.join(output_dir, name),
+                                          label_list, task_type, tokenizer)
 
     # Read and convert every split that is needed before training anything:
     # bad rows and labels are reported before any time is spent.
@@ -397,18 +472,12 @@ def _run_in_output_dir(job, bert_config, processor, task_type, tokenizer, label_
                                                        job.predict_batch_size)
         predict_file = write_records(predict_examples, "predict.tf_record")
 
-    encoder_kwargs = {}
-    if "layer_norm_epsilon" in bert_config.extra:
-        encoder_kwargs["layer_norm_epsilon"] = float(bert_config.extra["layer_norm_epsilon"])
-
     def model_fn():
-        return classifier_lib.BertClassifier.from_config_object(
-            bert_config, num_labels=num_labels, task_type=task_type,
-            family=job.model_family, **encoder_kwargs)
+        return input_format.build_model(num_labels, task_type)
 
     def init_fn(model):
         if job.init_checkpoint:
-            checkpoints.init_from_checkpoint(model, job.init_checkpoint)
+            input_format.init_model(model, job.init_checkpoint)
             logging.info("Initialised the encoder from %s", job.init_checkpoint)
         else:
             logging.warning("No --init_checkpoint: the encoder starts from random weights.")
@@ -430,10 +499,7 @@ def _run_in_output_dir(job, bert_config, processor, task_type, tokenizer, label_
     def input_fn(path, batch_size, is_training):
         # Eval and predict sets are padded to whole batches: every batch is
         # full, so shapes are static (TPUs) and replicas get equal shares.
-        return processors_lib.file_based_input_fn_builder(
-            path, seq, is_training=is_training, drop_remainder=True,
-            batch_size=batch_size, task_type=task_type, num_labels=num_labels,
-            seed=job.seed)
+        return input_format.input_fn(path, batch_size, is_training, task_type, num_labels)
 
     if job.do_train:
         train_input_fn = input_fn(train_file, job.train_batch_size, True)
@@ -502,9 +568,7 @@ def _run_in_output_dir(job, bert_config, processor, task_type, tokenizer, label_
                 "this processor reads token ids.")
         if not job.do_train:
             trainer.restore_or_initialize()
-        export.export_text_model(trainer.model, job.export_dir, job.vocab_file,
-                                 job.do_lower_case, seq,
-                                 output_fn=lambda outputs: {output: outputs[output]})
+        input_format.export(trainer.model, job.export_dir, output)
         result.export_dir = job.export_dir
         print("SavedModel:   %s (serving_default(text_a), serving_pair(text_a, text_b))"
               % os.path.abspath(job.export_dir))

@@ -1,0 +1,249 @@
+"""`GPTConfig`: GPT's (Radford et al. 2018) hyper-parameters under Hugging Face's `config.json` names.
+
+Why HF's names: the GPT weights people have (OpenAI's `openai-gpt` and its
+fine-tunes) are distributed as HF folders, `config.json` next to
+`model.safetensors`, with HF's `OpenAIGPTConfig` fields (`n_embd`,
+`n_layer`, `afn`, ...). So this project's GPT config *is* that file: read and
+written unchanged. Keys this network does not use (the double-heads model's
+`summary_*`, `n_special`, `predict_special_tokens`, `task_specific_params`,
+...) are kept in `extra` and written back.
+
+Values are validated when the config is made, so a bad file fails at load
+time with one line naming the file and the field. Files are also checked
+against `GPT_SCHEMA` (`modeling.config_schema`): an unknown key is an error
+naming the closest known one, and `vocab_size`, `n_positions` (or `n_ctx`),
+`n_embd`, `n_layer` and `n_head` must be given.
+
+`afn` is HF's activation name for GPT: its "gelu" is the tanh approximation
+(`gelu_new`, what OpenAI's code computed), unlike GPT-2's "gelu".
+
+The `max_position_embeddings`, `hidden_size`, `hidden_act`, ... properties
+give the BERT-style names generic code asks for.
+
+Presets: `openai_gpt` (OpenAI's model: 12 layers, width 768, 512 positions,
+a 40,478-token BPE vocabulary) and `gpt_tiny` (2 layers, width 64).
+"""
+
+import copy
+import json
+import os
+
+from data import atomic
+from modeling import config_schema
+
+__all__ = ["GPTConfig", "GPTConfigError", "GPT_ACTIVATIONS", "list_presets", "load_gpt_config"]
+
+
+class GPTConfigError(ValueError):
+    """A GPT `config.json` (or dict) has a missing, mistyped or invalid value."""
+
+
+# Field -> (default, kind), HF `OpenAIGPTConfig`'s names and defaults.
+_FIELDS = (
+    ("vocab_size", 40478, "int"),
+    ("n_positions", 512, "int"),
+    ("n_embd", 768, "int"),
+    ("n_layer", 12, "int"),
+    ("n_head", 12, "int"),
+    ("afn", "gelu", "str"),
+    ("resid_pdrop", 0.1, "prob"),
+    ("embd_pdrop", 0.1, "prob"),
+    ("attn_pdrop", 0.1, "prob"),
+    ("layer_norm_epsilon", 1e-5, "positive_float"),
+    ("initializer_range", 0.02, "positive_float"),
+)
+_FIELD_NAMES = tuple(name for name, _, _ in _FIELDS)
+_DEFAULTS = {name: default for name, default, _ in _FIELDS}
+
+# HF's GPT activations (`modeling_openai.ACT_FNS`) -> this project's
+# (`modeling.layers.get_activation`): GPT's "gelu" is the tanh approximation.
+GPT_ACTIVATIONS = {"gelu": "gelu_new", "relu": "relu", "silu": "silu", "swish": "swish"}
+
+GPT_SCHEMA = config_schema.ConfigSchema(
+    "GPT", _FIELD_NAMES, ("vocab_size", "n_positions", "n_embd", "n_layer", "n_head"),
+    extra_keys=({"n_ctx", "n_special", "predict_special_tokens", "summary_activation",
+                 "summary_first_dropout", "summary_proj_to_labels", "summary_type",
+                 "summary_use_proj"} | config_schema.HF_COMMON_KEYS),
+    model_types=("openai-gpt",),
+    alternatives={"n_positions": ("n_ctx",)})
+
+_PRESETS = {
+    "openai_gpt": dict(n_embd=768, n_layer=12, n_head=12, n_positions=512),
+    "gpt_tiny": dict(n_embd=64, n_layer=2, n_head=2, n_positions=128),
+}
+
+
+def list_presets():
+    return list(_PRESETS)
+
+
+def _check(name, value, kind):
+    """`value` normalised to its kind, or `GPTConfigError` naming the field."""
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+                isinstance(value, float) and not value.is_integer()):
+            raise GPTConfigError("`%s` must be an integer, got %r" % (name, value))
+        if value <= 0:
+            raise GPTConfigError("`%s` must be positive, got %r" % (name, value))
+        return int(value)
+    if kind == "str":
+        if not isinstance(value, str) or not value:
+            raise GPTConfigError("`%s` must be a non-empty string, got %r" % (name, value))
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise GPTConfigError("`%s` must be a number, got %r" % (name, value))
+    value = float(value)
+    if kind == "prob" and not 0.0 <= value < 1.0:
+        raise GPTConfigError("`%s` must be in [0, 1), got %s" % (name, value))
+    if kind == "positive_float" and not value > 0.0:
+        raise GPTConfigError("`%s` must be positive, got %s" % (name, value))
+    return value
+
+
+class GPTConfig:
+    """GPT's hyper-parameters (HF `OpenAIGPTConfig` field names and defaults).
+
+    Args:
+        vocab_size: rows of the token embedding table (40478 for OpenAI's).
+        n_positions: longest context (rows of the position table, 512).
+        n_embd: width of the model.
+        n_layer: Transformer blocks.
+        n_head: attention heads; must divide `n_embd`.
+        afn: HF's activation name ("gelu" = the tanh approximation).
+        resid_pdrop: dropout on each block half's output before the residual.
+        embd_pdrop: dropout on token + position embeddings.
+        attn_pdrop: dropout on the attention probabilities.
+        layer_norm_epsilon: LayerNorm epsilon (1e-5).
+        initializer_range: std of the weight initialiser (0.02).
+        **extra: other keys, kept and written back.
+    """
+
+    def __init__(self, **values):
+        extra = {k: v for k, v in values.items() if k not in _DEFAULTS}
+        if "n_ctx" in extra and "n_positions" not in values:
+            values["n_positions"] = extra["n_ctx"]
+        for name, default, kind in _FIELDS:
+            setattr(self, name, _check(name, values.get(name, default), kind))
+        if self.n_embd % self.n_head:
+            raise GPTConfigError("`n_embd` (%d) must be a multiple of `n_head` (%d)"
+                                 % (self.n_embd, self.n_head))
+        if self.afn not in GPT_ACTIVATIONS:
+            raise GPTConfigError("`afn` %r is not supported; known: %s"
+                                 % (self.afn, ", ".join(GPT_ACTIVATIONS)))
+        model_type = extra.get("model_type")
+        if model_type is not None and model_type != "openai-gpt":
+            raise GPTConfigError("`model_type` is %r, not 'openai-gpt'" % (model_type,))
+        self.extra = copy.deepcopy(extra)
+
+    # ------------------------------------------------- BERT-style aliases
+
+    @property
+    def hidden_size(self):
+        return self.n_embd
+
+    @property
+    def num_hidden_layers(self):
+        return self.n_layer
+
+    @property
+    def num_attention_heads(self):
+        return self.n_head
+
+    @property
+    def intermediate_size(self):
+        return 4 * self.n_embd
+
+    @property
+    def max_position_embeddings(self):
+        return self.n_positions
+
+    @property
+    def hidden_act(self):
+        """This project's name of the activation (`modeling.layers.get_activation`)."""
+        return GPT_ACTIVATIONS[self.afn]
+
+    @property
+    def hidden_dropout_prob(self):
+        """Dropout of a fine-tuning head (GPT's classifier dropout is `resid_pdrop`'s 0.1)."""
+        return self.resid_pdrop
+
+    # ---------------------------------------------------------------- dicts
+
+    @classmethod
+    def from_dict(cls, values):
+        if not isinstance(values, dict):
+            raise GPTConfigError("a GPT config must be a JSON object, got %s"
+                                 % type(values).__name__)
+        return cls(**values)
+
+    def to_dict(self):
+        """The known fields in HF's order, then the extras."""
+        out = {name: getattr(self, name) for name in _FIELD_NAMES}
+        out.update(copy.deepcopy(self.extra))
+        return out
+
+    def to_json_string(self):
+        return json.dumps(self.to_dict(), indent=2) + "\n"
+
+    def replace(self, **changes):
+        values = self.to_dict()
+        values.update(changes)
+        return type(self).from_dict(values)
+
+    @classmethod
+    def from_preset(cls, name, vocab_size=40478, **overrides):
+        """A named size (`list_presets()`), with `vocab_size` and other overrides."""
+        if name not in _PRESETS:
+            raise KeyError("Unknown GPT preset %r; known: %s" % (name, ", ".join(_PRESETS)))
+        values = dict(_PRESETS[name], vocab_size=vocab_size)
+        values.update(overrides)
+        return cls(**values)
+
+    # ---------------------------------------------------------------- files
+
+    @classmethod
+    def from_json_file(cls, path):
+        """Reads a GPT `config.json` (HF's or this project's: the same format)."""
+        path = os.fspath(path)
+        if not os.path.isfile(path):
+            raise FileNotFoundError("GPT config file not found: %s" % path)
+        try:
+            with open(path, encoding="utf-8") as f:
+                values = json.load(f)
+        except RecursionError as e:
+            raise GPTConfigError("GPT config file %s is not valid JSON: nested too deeply"
+                                 % path) from e
+        except (OSError, ValueError) as e:
+            raise GPTConfigError("GPT config file %s is not valid JSON: %s" % (path, e)) from e
+        try:
+            return GPT_SCHEMA.build(values, cls.from_dict, GPTConfigError)
+        except (GPTConfigError, TypeError) as e:
+            raise GPTConfigError("Invalid GPT config file %s: %s" % (path, e)) from e
+
+    def to_json_file(self, path):
+        """Writes the config atomically (a temporary file renamed over `path`)."""
+        atomic.write_text(path, self.to_json_string())
+
+    def __eq__(self, other):
+        if not isinstance(other, GPTConfig):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    def __repr__(self):
+        return "GPTConfig(%s)" % ", ".join("%s=%r" % kv for kv in self.to_dict().items())
+
+
+def load_gpt_config(path):
+    """Reads a GPT `config.json`, or the one in a model folder.
+
+    Raises:
+        FileNotFoundError: no such file (or no config.json in the folder).
+        GPTConfigError: invalid JSON or values; the message names the file.
+    """
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        candidate = os.path.join(path, "config.json")
+        if not os.path.isfile(candidate):
+            raise FileNotFoundError("No config.json in directory %s" % path)
+        path = candidate
+    return GPTConfig.from_json_file(path)
