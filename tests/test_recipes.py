@@ -32,7 +32,8 @@ STEPS = 1500
 # The presets this module trains; every other preset names the test module
 # that trains it on held-out text.
 LEARNING_TESTED_HERE = ("albert", "bert", "bert_wwm", "gpt2", "roberta", "spanbert")
-LEARNING_TESTED_ELSEWHERE = {"gpt": "test_gpt_recipe.py", "unilm": "test_unilm.py",
+LEARNING_TESTED_ELSEWHERE = {"gpt": "test_gpt_recipe.py", "mass": "test_mass.py",
+                             "unilm": "test_unilm.py",
                              "unilm_seq2seq": "test_unilm.py"}
 
 

@@ -5,7 +5,8 @@
 * `embeddings`: BERT's word + position + token-type embeddings;
 * `attention`: multi-head self-attention with any mask, an additive bias and
   a key/value cache for incremental decoding;
-* `transformer`: post-LN and pre-LN blocks from two shared halves.
+* `transformer`: post-LN and pre-LN blocks from two shared halves, and the
+  encoder-decoder's decoder block (a cross-attention half in between).
 
 Every layer is a Keras 3 layer whose constructor arguments are plain values
 mirrored by `get_config()`, numerically Google's (initialiser, LayerNorm
@@ -26,17 +27,21 @@ from modeling.layers.embeddings import BertEmbeddings
 from modeling.layers.masks import causal_attention_mask
 from modeling.layers.masks import padding_attention_mask
 from modeling.layers.transformer import AttentionSublayer
+from modeling.layers.transformer import CrossAttentionSublayer
 from modeling.layers.transformer import FeedForwardSublayer
 from modeling.layers.transformer import TransformerBlock
+from modeling.layers.transformer import TransformerDecoderBlock
 
 __all__ = [
     "AttentionSublayer",
     "BertEmbeddings",
+    "CrossAttentionSublayer",
     "FeedForwardSublayer",
     "LAYER_NORM_EPSILON",
     "MASK_ADDER",
     "MultiHeadSelfAttention",
     "TransformerBlock",
+    "TransformerDecoderBlock",
     "causal_attention_mask",
     "gelu",
     "gelu_tanh",

@@ -1,4 +1,8 @@
-"""Multi-head scaled dot-product self-attention; what may attend to what is data."""
+"""Multi-head scaled dot-product attention; what may attend to what is data.
+
+Self-attention by default; given `key_value_states`, the same layer is
+cross-attention (an encoder-decoder's decoder attending to the encoder).
+"""
 
 import math
 
@@ -37,6 +41,10 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             positions' keys and values are appended to them, and the mask
             then covers `[seq_q, past + seq_q]`.
         return_cache: also return the `(key, value)` of all positions seen.
+        key_value_states: optional `[batch, seq_k, hidden]`: keys and values
+            are projected from these instead of `hidden_states`
+            (cross-attention; the mask then covers `[seq_q, seq_k]`). Not
+            combined with `cache`.
 
     Returns:
         `(output [batch, seq, hidden], probs [batch, heads, seq_q, seq_k])`;
@@ -93,12 +101,16 @@ class MultiHeadSelfAttention(keras.layers.Layer):
 
     def call(
         self, hidden_states, attention_mask=None, attention_bias=None, training=None,
-        cache=None, return_cache=False,
+        cache=None, return_cache=False, key_value_states=None,
     ):
         batch_size = tf.shape(hidden_states)[0]
+        if key_value_states is not None and cache is not None:
+            raise ValueError("MultiHeadSelfAttention: `cache` is for self-attention; "
+                             "cross-attention (`key_value_states`) takes none.")
+        source = hidden_states if key_value_states is None else key_value_states
         query = self._split_heads(self.query(hidden_states), batch_size)
-        key = self._split_heads(self.key(hidden_states), batch_size)
-        value = self._split_heads(self.value(hidden_states), batch_size)
+        key = self._split_heads(self.key(source), batch_size)
+        value = self._split_heads(self.value(source), batch_size)
         if cache is not None:
             key = tf.concat([tf.cast(cache[0], key.dtype), key], axis=2)
             value = tf.concat([tf.cast(cache[1], value.dtype), value], axis=2)

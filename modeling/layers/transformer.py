@@ -4,6 +4,10 @@
   `norm_first=True` pre-LN `x + Dropout(Attention(LayerNorm(x)))`.
 * `FeedForwardSublayer`: the same with `Dense_out(act(Dense_in(.)))`.
 * `TransformerBlock`: the two in turn; `norm_first` picks the order.
+* `CrossAttentionSublayer`: post-LN `LayerNorm(x + Dropout(Attention(x, memory)))`,
+  queries from `x`, keys and values from an encoder's output `memory`.
+* `TransformerDecoderBlock`: self-attention, cross-attention, feed-forward
+  (the decoder block of "Attention Is All You Need", post-LN; MASS).
 
 The variable paths do not depend on `norm_first` (the LayerNorm of a half is
 `<half>/LayerNorm` in both orders), so a family's checkpoint name table only
@@ -18,7 +22,8 @@ from modeling.layers.attention import MultiHeadSelfAttention
 from modeling.layers.common import LAYER_NORM_EPSILON
 from modeling.layers.common import PACKAGE as _PACKAGE
 
-__all__ = ["AttentionSublayer", "FeedForwardSublayer", "TransformerBlock"]
+__all__ = ["AttentionSublayer", "CrossAttentionSublayer", "FeedForwardSublayer",
+           "TransformerBlock", "TransformerDecoderBlock"]
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
@@ -315,5 +320,188 @@ class TransformerBlock(keras.layers.Layer):
             layer_norm_epsilon=self.layer_norm_epsilon,
             norm_first=self.norm_first,
             output_initializer_range=self.output_initializer_range,
+        )
+        return config
+
+
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class CrossAttentionSublayer(keras.layers.Layer):
+    """`LayerNorm(x + Dropout(Attention(queries=x, keys/values=memory)))`.
+
+    A decoder block's middle half: every decoder position reads the
+    encoder's output. Sub-layers: `attention` (`MultiHeadSelfAttention`
+    called with `key_value_states`), `layer_norm`.
+
+    Call args:
+        hidden_states: `[batch, seq_q, hidden]` (the decoder side).
+        memory: `[batch, seq_k, hidden]` (the encoder's output).
+        attention_mask: optional, broadcastable to `[batch, seq_q, seq_k]`
+            (usually `padding_attention_mask(encoder input_mask)`).
+        training: enables dropout.
+
+    Returns:
+        `(output [batch, seq_q, hidden], attention_probs [batch, heads, seq_q, seq_k])`.
+    """
+
+    def __init__(
+        self,
+        hidden_size,
+        num_attention_heads,
+        hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.1,
+        initializer_range=0.02,
+        layer_norm_epsilon=LAYER_NORM_EPSILON,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+        self.num_attention_heads = num_attention_heads
+        self.hidden_dropout_prob = hidden_dropout_prob
+        self.attention_probs_dropout_prob = attention_probs_dropout_prob
+        self.initializer_range = initializer_range
+        self.layer_norm_epsilon = layer_norm_epsilon
+        policy = self.dtype_policy
+        self.attention = MultiHeadSelfAttention(
+            hidden_size,
+            num_attention_heads,
+            attention_probs_dropout_prob=attention_probs_dropout_prob,
+            initializer_range=initializer_range,
+            dtype=policy,
+            name="attention",
+        )
+        self.dropout = keras.layers.Dropout(hidden_dropout_prob, dtype=policy, name="dropout")
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype=policy, name="LayerNorm"
+        )
+
+    def build(self, input_shape=None):
+        if self.built:
+            return
+        shape = (None, None, self.hidden_size)
+        self.attention.build(shape)
+        self.layer_norm.build(shape)
+
+    def call(self, hidden_states, memory, attention_mask=None, training=None):
+        output, probs = self.attention(
+            hidden_states, attention_mask=attention_mask, training=training,
+            key_value_states=memory,
+        )
+        output = self.dropout(output, training=training) + hidden_states
+        return self.layer_norm(output), probs
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            hidden_size=self.hidden_size,
+            num_attention_heads=self.num_attention_heads,
+            hidden_dropout_prob=self.hidden_dropout_prob,
+            attention_probs_dropout_prob=self.attention_probs_dropout_prob,
+            initializer_range=self.initializer_range,
+            layer_norm_epsilon=self.layer_norm_epsilon,
+        )
+        return config
+
+
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class TransformerDecoderBlock(keras.layers.Layer):
+    """One post-LN encoder-decoder block: self-attention, cross-attention, feed-forward.
+
+        a = LayerNorm(x + Dropout(SelfAttention(x, self_mask)))      AttentionSublayer
+        c = LayerNorm(a + Dropout(Attention(a, memory, memory_mask))) CrossAttentionSublayer
+        y = LayerNorm(c + Dropout(Dense_out(act(Dense_in(c)))))       FeedForwardSublayer
+
+    The first and last halves are `TransformerBlock`'s, so a decoder block
+    is a BERT block with a cross-attention half in the middle (Vaswani et
+    al. 2017; the decoder of MASS). `self_attention_mask` is usually causal
+    times padding; the block itself knows no mask kind.
+
+    Sub-layers: `attention_sublayer`, `cross_attention_sublayer`,
+    `ffn_sublayer`.
+
+    Call args:
+        hidden_states: `[batch, seq_q, hidden]`.
+        memory: `[batch, seq_k, hidden]` (the encoder's output).
+        self_attention_mask: broadcastable to `[batch, seq_q, seq_q]`.
+        memory_mask: broadcastable to `[batch, seq_q, seq_k]`.
+        training: enables dropout.
+
+    Returns:
+        `(output [batch, seq_q, hidden], self_attention_probs, cross_attention_probs)`.
+    """
+
+    def __init__(
+        self,
+        hidden_size,
+        num_attention_heads,
+        intermediate_size,
+        hidden_act="gelu",
+        hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.1,
+        initializer_range=0.02,
+        layer_norm_epsilon=LAYER_NORM_EPSILON,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+        self.num_attention_heads = num_attention_heads
+        self.intermediate_size = intermediate_size
+        self.hidden_act = hidden_act
+        self.hidden_dropout_prob = hidden_dropout_prob
+        self.attention_probs_dropout_prob = attention_probs_dropout_prob
+        self.initializer_range = initializer_range
+        self.layer_norm_epsilon = layer_norm_epsilon
+        common = dict(
+            hidden_size=hidden_size,
+            hidden_dropout_prob=hidden_dropout_prob,
+            initializer_range=initializer_range,
+            layer_norm_epsilon=layer_norm_epsilon,
+            dtype=self.dtype_policy,
+        )
+        self.attention_sublayer = AttentionSublayer(
+            num_attention_heads=num_attention_heads,
+            attention_probs_dropout_prob=attention_probs_dropout_prob,
+            name="attention_sublayer",
+            **common,
+        )
+        self.cross_attention_sublayer = CrossAttentionSublayer(
+            num_attention_heads=num_attention_heads,
+            attention_probs_dropout_prob=attention_probs_dropout_prob,
+            name="cross_attention_sublayer",
+            **common,
+        )
+        self.ffn_sublayer = FeedForwardSublayer(
+            intermediate_size=intermediate_size,
+            hidden_act=hidden_act,
+            name="ffn_sublayer",
+            **common,
+        )
+
+    def build(self, input_shape=None):
+        if self.built:
+            return
+        shape = (None, None, self.hidden_size)
+        self.attention_sublayer.build(shape)
+        self.cross_attention_sublayer.build(shape)
+        self.ffn_sublayer.build(shape)
+
+    def call(self, hidden_states, memory, self_attention_mask=None, memory_mask=None,
+             training=None):
+        hidden, self_probs = self.attention_sublayer(
+            hidden_states, attention_mask=self_attention_mask, training=training)
+        hidden, cross_probs = self.cross_attention_sublayer(
+            hidden, memory, attention_mask=memory_mask, training=training)
+        return self.ffn_sublayer(hidden, training=training), self_probs, cross_probs
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            hidden_size=self.hidden_size,
+            num_attention_heads=self.num_attention_heads,
+            intermediate_size=self.intermediate_size,
+            hidden_act=self.hidden_act,
+            hidden_dropout_prob=self.hidden_dropout_prob,
+            attention_probs_dropout_prob=self.attention_probs_dropout_prob,
+            initializer_range=self.initializer_range,
+            layer_norm_epsilon=self.layer_norm_epsilon,
         )
         return config

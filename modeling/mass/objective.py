@@ -1,0 +1,124 @@
+"""MASS's objective: the decoder predicts the masked fragment, registered as "mass".
+
+The encoder saw the sentence with one contiguous fragment replaced by
+[MASK]; the decoder, fed the fragment shifted right (its first input a
+[MASK]), predicts every token of the fragment (`modeling.mass.pipeline`
+builds the features). The loss is the cross-entropy of those predictions
+through the network's tied output layer (`MassNetwork.logits`), so the
+objective has no weights of its own. The same objective trains the
+translation fine-tune (`modeling.mass.translation`), where the "fragment" is
+the whole target sentence.
+
+Features (from the pipeline):
+    decoder_target_ids      int   [batch, dec]  the fragment's tokens
+    decoder_target_weights  float [batch, dec]  1 for a real target, 0 padding
+
+    loss     = sum(w * CE) / (sum(w) + 1e-5)           (as the masked-LM loss)
+    metrics  <name>_loss      (sum w*CE, sum w)         nats per predicted token
+             <name>_accuracy  (sum w*correct, sum w)
+
+`<name>` is the objective's name ("mass"; "translation" when fine-tuning).
+Baseline: the targets themselves (`baseline_targets`), so the generic
+unigram baseline is the best a model can do that ignores the sentence;
+`derived_metrics` adds both perplexities.
+"""
+
+import math
+
+import keras
+import tensorflow as tf
+
+from modeling import registry
+from modeling.layers.common import PACKAGE as _PACKAGE
+from modeling.objectives.base import Objective
+from modeling.objectives.base import _Ref
+from modeling.objectives.base import _per_example_cross_entropy
+from modeling.objectives.base import _stat
+
+__all__ = ["MassObjective"]
+
+
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class MassObjective(Objective):
+    """Fragment (or target sentence) prediction by the attached `MassNetwork`'s decoder.
+
+    Args:
+        vocab_size: rows of the network's token table (checked in `attach`).
+        loss_weight: see `Objective`.
+
+    Losses: `<name>_loss`. Metrics: `<name>_loss`, `<name>_accuracy`.
+    Outputs: `<name>_logits` float32 `[batch, dec, vocab]`.
+    """
+
+    def __init__(self, vocab_size, loss_weight=1.0, **kwargs):
+        kwargs.setdefault("name", "mass")
+        super().__init__(loss_weight=loss_weight, **kwargs)
+        self.vocab_size = vocab_size
+        self._network = None
+        self.build()
+
+    def attach(self, encoder):
+        table = encoder.embedding_table
+        if int(table.shape[0]) != self.vocab_size:
+            raise ValueError("The network's embedding table has %d rows but the %s objective "
+                             "predicts %d tokens." % (int(table.shape[0]), self.name,
+                                                      self.vocab_size))
+        if not hasattr(encoder, "logits"):
+            raise ValueError("The %s objective needs an encoder-decoder network with a "
+                             "`logits` method (MassNetwork), got %s"
+                             % (self.name, type(encoder).__name__))
+        self._network = _Ref(encoder)
+
+    def call(self, encoder_outputs, features, training=None):
+        if self._network is None:
+            raise ValueError("MassObjective needs its network: call attach(network) first "
+                             "(the Pretrainer does this).")
+        if "decoder_sequence_output" not in encoder_outputs:
+            raise ValueError("The %s objective needs the decoder's output: the features "
+                             "lack 'decoder_input_ids'." % self.name)
+        logits = self._network.value.logits(encoder_outputs["decoder_sequence_output"])
+        outputs = {self.name + "_logits": logits}
+        if "decoder_target_ids" not in features:
+            return {"losses": {}, "metrics": {}, "outputs": outputs}
+        targets = tf.cast(features["decoder_target_ids"], tf.int32)
+        weights = tf.cast(features["decoder_target_weights"], tf.float32)
+        per_token = _per_example_cross_entropy(logits, targets)
+        correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), targets),
+                          tf.float32)
+        total = tf.reduce_sum(weights * per_token)
+        count = tf.reduce_sum(weights)
+        return {
+            "losses": {self.name + "_loss": total / (count + 1e-5)},
+            "metrics": {
+                self.name + "_loss": _stat(total, count),
+                self.name + "_accuracy": _stat(tf.reduce_sum(weights * correct), count),
+            },
+            "outputs": outputs,
+        }
+
+    # ------------------------------------------------------------- baseline
+
+    def baseline_targets(self, features):
+        return features["decoder_target_ids"][features["decoder_target_weights"] > 0]
+
+    def baseline_num_classes(self):
+        return self.vocab_size
+
+    def derived_metrics(self, results):
+        derived = {}
+        for prefix in (self.name, "%s_baseline_%s" % (self.baseline_kind, self.name)):
+            loss = results.get(prefix + "_loss")
+            if loss is not None:
+                derived[prefix + "_perplexity"] = math.exp(min(float(loss), 700.0))
+        return derived
+
+    def get_config(self):
+        config = super().get_config()
+        config["vocab_size"] = self.vocab_size
+        return config
+
+
+@registry.objectives.register("mass")
+def _mass(config, family, **kwargs):
+    del family  # the output layer is the network's own tied table
+    return MassObjective(vocab_size=config.vocab_size, **kwargs)

@@ -1,0 +1,336 @@
+"""Fine-tuning a pre-trained MASS model as a translator, scored by BLEU: what `run/run_translation.py` runs.
+
+    from modeling.mass import translation
+    results = translation.run(translation.TranslationJob(
+        output_dir="/tmp/mass_mt", init_checkpoint="/tmp/mass"))   # run_pretraining's output
+    results["bleu"], results["copy_source_bleu"]
+
+Data: a parallel file of `source<TAB>target` lines (the bundled
+`data/sample/parallel_en_zh.tsv`: English and Chinese), split
+deterministically: every `eval_every`-th pair (the 10th, 20th, ...) is held
+out, the others are trained on.
+
+The translation is MASS's own task with the whole target sentence as the
+fragment (Song et al. 2019 fine-tune the same way): the encoder reads
+`[CLS] source [SEP]` with the source's language id, the decoder is fed
+`[MASK] y_1 .. y_n` at positions 1 .. n+1 with the target's language id
+and predicts `y_1 .. y_n [SEP]`, exactly the features of the "mass"
+pipeline. So the model is the pre-training model (`MassNetwork` + a
+`MassObjective` named "translation"), trained by the project's one
+`Trainer` (checkpoints, resume, TensorBoard in `output_dir`) from
+`init_checkpoint` (a MASS pre-training directory or `ckpt-N` prefix; the
+network's weights are loaded, the optimizer's are not).
+
+After training, the held-out sources are translated (beam search,
+`modeling.mass.decoding`) and scored with corpus BLEU
+(`modeling.mass.bleu`, the "zh" tokenizer: character-level for Chinese)
+against the references, beside the baseline of copying the source
+unchanged. Written to `output_dir` (each atomically):
+
+    translation_results.json   BLEU, its parts, the copy baseline, held-out
+                               loss/accuracy and their unigram baseline
+    translations.tsv           source, reference, hypothesis per held-out pair
+"""
+
+import dataclasses
+import json
+import os
+from typing import Optional
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from data import atomic
+from data import tokenization
+from data.pretraining.baselines import unigram_statistics
+from modeling import checkpoints
+from modeling.mass import bleu
+from modeling.mass import decoding
+from modeling.mass.config import load_mass_config
+from modeling.mass.network import MassNetwork
+from modeling.mass.objective import MassObjective
+from modeling.mass.pipeline import special_ids
+from modeling.objectives.base import Pretrainer
+from modeling.training import distribute
+from modeling.training import optimization
+from modeling.training import run_lock
+from modeling.training import trainer as trainer_lib
+
+__all__ = ["ParallelFileError", "TranslationJob", "detokenize", "encode_pairs",
+           "read_parallel_file", "run", "split_pairs"]
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SAMPLE_PARALLEL_FILE = os.path.join(REPO_ROOT, "data", "sample", "parallel_en_zh.tsv")
+SAMPLE_VOCAB_FILE = os.path.join(REPO_ROOT, "data", "sample", "vocab.txt")
+
+
+class ParallelFileError(ValueError):
+    """A parallel file line that is not `source<TAB>target`."""
+
+
+@dataclasses.dataclass
+class TranslationJob:
+    """A translation fine-tune and its BLEU evaluation (see the module docstring)."""
+
+    output_dir: Optional[str] = None
+    init_checkpoint: Optional[str] = None
+    config_file: Optional[str] = None
+    parallel_file: str = SAMPLE_PARALLEL_FILE
+    vocab_file: str = SAMPLE_VOCAB_FILE
+    do_lower_case: bool = True
+    source_language_id: int = 0
+    target_language_id: int = 1
+    eval_every: int = 10
+    max_seq_length: int = 32
+    train_batch_size: int = 32
+    learning_rate: float = 1e-3
+    num_train_steps: int = 1000
+    num_warmup_steps: int = 100
+    save_checkpoints_steps: int = 1000
+    log_steps: int = 100
+    beam_size: int = 4
+    length_penalty: float = 0.6
+    max_decode_length: Optional[int] = None
+    bleu_tokenize: str = "zh"
+    seed: Optional[int] = 12345
+
+
+def read_parallel_file(path):
+    """`[(source, target)]` of a `source<TAB>target` file; blank lines are skipped.
+
+    Raises:
+        ParallelFileError: naming the file and line of a line without exactly
+            one tab, with an empty side, or not UTF-8.
+    """
+    pairs = []
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as e:
+                raise ParallelFileError("%s:%d: not UTF-8 (%s); expected source<TAB>target"
+                                        % (path, lineno, e.reason)) from None
+            if not line.strip():
+                continue
+            parts = line.split("\t")
+            if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
+                raise ParallelFileError(
+                    "%s:%d: expected source<TAB>target (one tab, two non-empty sides), got %d "
+                    "field(s): %r" % (path, lineno, len(parts), line[:80]))
+            pairs.append((parts[0].strip(), parts[1].strip()))
+    if not pairs:
+        raise ParallelFileError("%s: no sentence pairs; expected source<TAB>target lines"
+                                % path)
+    return pairs
+
+
+def split_pairs(pairs, eval_every=10):
+    """`(train, held_out)`: every `eval_every`-th pair (the 10th, 20th, ...) held out."""
+    if eval_every < 2:
+        raise ValueError("eval_every must be at least 2, got %r" % (eval_every,))
+    held_out = [p for i, p in enumerate(pairs) if i % eval_every == eval_every - 1]
+    train = [p for i, p in enumerate(pairs) if i % eval_every != eval_every - 1]
+    return train, held_out
+
+
+def encode_pairs(pairs, tokenizer, ids, max_seq_length, source_language_id,
+                 target_language_id, decoder_length=None):
+    """NumPy features of translation pairs (see the module docstring).
+
+    Sources and targets are cut to `max_seq_length - 2` tokens. The decoder
+    side is `decoder_length` long (default: the longest target and its
+    [SEP]; at most `max_seq_length - 1`), so short targets do not pay for
+    the encoder's length at every decoder layer.
+    """
+    def token_ids(text):
+        return tokenizer.convert_tokens_to_ids(tokenizer.tokenize(text))[:max_seq_length - 2]
+
+    sources = [token_ids(source) for source, _ in pairs]
+    targets = [token_ids(target) for _, target in pairs]
+    if decoder_length is None:
+        decoder_length = max(len(t) for t in targets) + 1
+    n, length, dec_len = len(pairs), max_seq_length, min(decoder_length, max_seq_length - 1)
+    features = {name: np.zeros([n, length], np.int32)
+                for name in ("input_ids", "input_mask", "segment_ids")}
+    for name in ("decoder_input_ids", "decoder_position_ids", "decoder_input_mask",
+                 "decoder_segment_ids", "decoder_target_ids"):
+        features[name] = np.zeros([n, dec_len], np.int32)
+    features["decoder_target_weights"] = np.zeros([n, dec_len], np.float32)
+    for i, (src, tgt) in enumerate(zip(sources, targets)):
+        enc = [ids["cls"]] + src + [ids["sep"]]
+        features["input_ids"][i, :len(enc)] = enc
+        features["input_mask"][i, :len(enc)] = 1
+        features["segment_ids"][i, :len(enc)] = source_language_id
+        tgt = tgt[:dec_len - 1]
+        k = len(tgt) + 1
+        features["decoder_input_ids"][i, :k] = [ids["mask"]] + tgt
+        features["decoder_position_ids"][i, :k] = np.arange(1, k + 1)
+        features["decoder_input_mask"][i, :k] = 1
+        features["decoder_segment_ids"][i, :k] = target_language_id
+        features["decoder_target_ids"][i, :k] = tgt + [ids["sep"]]
+        features["decoder_target_weights"][i, :k] = 1.0
+    return features
+
+
+def detokenize(tokens):
+    """WordPiece tokens -> text: `##` pieces joined, CJK characters without spaces."""
+    text = ""
+    for token in tokens:
+        if token.startswith("##"):
+            text += token[2:]
+        elif text and not (bleu._is_cjk(token[0]) or bleu._is_cjk(text[-1])):  # pylint: disable=protected-access
+            text += " " + token
+        else:
+            text += token
+    return text
+
+
+def _config(job):
+    path = job.config_file
+    if not path:
+        if not job.init_checkpoint:
+            raise ValueError("--config_file is required without --init_checkpoint")
+        directory = (job.init_checkpoint if os.path.isdir(job.init_checkpoint)
+                     else os.path.dirname(job.init_checkpoint))
+        path = os.path.join(directory, "mass_config.json")
+        if not os.path.isfile(path):
+            raise FileNotFoundError("--init_checkpoint=%s: no mass_config.json beside it; give "
+                                    "--config_file" % job.init_checkpoint)
+    return load_mass_config(path)
+
+
+def _dataset(features, batch_size, seed, input_context=None):
+    if input_context is not None:
+        batch_size = input_context.get_per_replica_batch_size(batch_size)
+    d = tf.data.Dataset.from_tensor_slices(features)
+    if input_context is not None and input_context.num_input_pipelines > 1:
+        d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+    n = len(features["input_ids"])
+    return d.shuffle(n, seed=seed).repeat().batch(batch_size, drop_remainder=True)
+
+
+def run(job):
+    """Fine-tunes, translates the held-out pairs, scores them; returns the results dict."""
+    if not job.output_dir:
+        raise ValueError("--output_dir is required")
+    for name in ("parallel_file", "vocab_file"):
+        if not os.path.isfile(getattr(job, name)):
+            raise FileNotFoundError("--%s=%s: no such file" % (name, getattr(job, name)))
+    if job.bleu_tokenize not in bleu.TOKENIZERS:
+        raise ValueError("--bleu_tokenize=%s: expected one of %s"
+                         % (job.bleu_tokenize, ", ".join(bleu.TOKENIZERS)))
+    if job.beam_size < 1:
+        raise ValueError("--beam_size=%r: expected at least 1" % (job.beam_size,))
+    if job.init_checkpoint:
+        checkpoints.resolve_checkpoint(job.init_checkpoint)  # a missing one fails now
+    config = _config(job)
+    if job.max_seq_length > config.max_position_embeddings:
+        raise ValueError("--max_seq_length=%d exceeds max_position_embeddings=%d of the model "
+                         "config" % (job.max_seq_length, config.max_position_embeddings))
+    for name in ("source_language_id", "target_language_id"):
+        if not 0 <= getattr(job, name) < config.type_vocab_size:
+            raise ValueError("--%s=%d: the model has %d language ids (type_vocab_size)"
+                             % (name, getattr(job, name), config.type_vocab_size))
+    pairs = read_parallel_file(job.parallel_file)
+    train_pairs, eval_pairs = split_pairs(pairs, job.eval_every)
+    if not train_pairs or not eval_pairs:
+        raise ParallelFileError("%s: %d pairs are too few to hold out every %d-th"
+                                % (job.parallel_file, len(pairs), job.eval_every))
+    tokenizer = tokenization.FullTokenizer(job.vocab_file, job.do_lower_case)
+    if len(tokenizer.vocab) != config.vocab_size:
+        raise ValueError("--vocab_file=%s has %d tokens but the model config's vocab_size is %d"
+                         % (job.vocab_file, len(tokenizer.vocab), config.vocab_size))
+    ids = special_ids(job.vocab_file)
+    # One decoder length for both parts: the longest target of the file.
+    decoder_length = encode_pairs(pairs, tokenizer, ids, job.max_seq_length, 0, 0)[
+        "decoder_input_ids"].shape[1]
+    train_features, eval_features = (
+        encode_pairs(part, tokenizer, ids, job.max_seq_length, job.source_language_id,
+                     job.target_language_id, decoder_length)
+        for part in (train_pairs, eval_pairs))
+
+    if job.seed is not None:
+        keras.utils.set_random_seed(job.seed)
+    tf.io.gfile.makedirs(job.output_dir)
+    with run_lock.OutputDirLock(job.output_dir):
+        config_path = os.path.join(job.output_dir, "mass_config.json")
+        if not os.path.exists(config_path):
+            config.to_json_file(config_path)
+        return _run_locked(job, config, tokenizer, ids, train_features, eval_features,
+                           eval_pairs)
+
+
+def _run_locked(job, config, tokenizer, ids, train_features, eval_features, eval_pairs):
+    strategy = distribute.get_strategy("one_device")
+
+    def model_fn():
+        network = MassNetwork.from_config_object(config)
+        return Pretrainer(network, [MassObjective(config.vocab_size, name="translation")],
+                          name="mass_translator")
+
+    def init_fn(model):
+        if job.init_checkpoint:
+            checkpoints.init_from_checkpoint(model, job.init_checkpoint,
+                                             allow_missing_heads=True)
+
+    trainer = trainer_lib.Trainer(
+        strategy, model_fn=model_fn,
+        optimizer_fn=lambda: optimization.create_optimizer(
+            job.learning_rate, job.num_train_steps, job.num_warmup_steps),
+        model_dir=job.output_dir, train_batch_size=job.train_batch_size,
+        num_train_steps=job.num_train_steps, save_checkpoints_steps=job.save_checkpoints_steps,
+        log_steps=job.log_steps, init_fn=init_fn)
+    trainer.train(lambda input_context=None: _dataset(
+        train_features, job.train_batch_size, job.seed, input_context))
+
+    # Held-out teacher-forced loss beside its unigram baseline.
+    results = trainer.evaluate(
+        lambda input_context=None: tf.data.Dataset.from_tensor_slices(eval_features).batch(
+            job.train_batch_size), max_steps=None)
+    targets = lambda f: f["decoder_target_ids"][f["decoder_target_weights"] > 0]  # pylint: disable=g-long-lambda
+    stats = unigram_statistics([targets(train_features)], [targets(eval_features)],
+                               num_classes=config.vocab_size, what="translation")
+    results["unigram_baseline_translation_loss"] = stats.cross_entropy
+    results["unigram_baseline_translation_accuracy"] = stats.accuracy
+
+    # Translations of the held-out sources.
+    network = trainer.model.encoder
+    max_length = job.max_decode_length or job.max_seq_length - 1
+    hypotheses = []
+    for start in range(0, len(eval_pairs), 64):
+        sources = {k: eval_features[k][start:start + 64]
+                   for k in ("input_ids", "input_mask", "segment_ids")}
+        decoded = decoding.beam_search(
+            network, sources, start_id=ids["mask"], eos_id=ids["sep"], max_length=max_length,
+            beam_size=job.beam_size, length_penalty=job.length_penalty,
+            target_language=job.target_language_id)
+        for hypothesis in decoded:
+            tokens = [t for t in hypothesis.tokens if t != ids["sep"]]
+            hypotheses.append(detokenize(tokenizer.convert_ids_to_tokens(tokens)))
+    references = [target for _, target in eval_pairs]
+    sources_text = [source for source, _ in eval_pairs]
+    model_bleu = bleu.corpus_bleu(hypotheses, references, tokenize=job.bleu_tokenize)
+    copy_bleu = bleu.corpus_bleu(sources_text, references, tokenize=job.bleu_tokenize)
+    results.update({
+        "bleu": model_bleu.score,
+        "bleu_precisions": model_bleu.precisions,
+        "bleu_bp": model_bleu.bp,
+        "bleu_signature": "corpus BLEU, tokenize=%s, smooth=exp, order 4, beam %d, "
+                          "length penalty %g" % (job.bleu_tokenize, job.beam_size,
+                                                 job.length_penalty),
+        "copy_source_bleu": copy_bleu.score,
+        "num_train_pairs": int(len(train_features["input_ids"])),
+        "num_eval_pairs": len(eval_pairs),
+    })
+    atomic.write_text(os.path.join(job.output_dir, "translation_results.json"),
+                      json.dumps(results, indent=2, sort_keys=True) + "\n")
+    atomic.write_text(os.path.join(job.output_dir, "translations.tsv"), "".join(
+        "%s\t%s\t%s\n" % row for row in zip(sources_text, references, hypotheses)))
+    print("***** Translation results (%d held-out pairs) *****" % len(eval_pairs))
+    print("  %s" % model_bleu)
+    print("  copy-the-source baseline: BLEU = %.2f" % copy_bleu.score)
+    print("  held-out translation_loss = %.4f vs unigram baseline %.4f"
+          % (results["translation_loss"], results["unigram_baseline_translation_loss"]))
+    return results
+
