@@ -48,8 +48,9 @@ class OutputConflictError(ValueError):
     """An output path is also an input, or is named twice."""
 
 
-def _is_remote(path):
-    return "://" in path
+def is_remote(path):
+    """Whether `path` names a file system other than the local one (`gs://...`)."""
+    return "://" in str(path)
 
 
 def _gfile():
@@ -88,13 +89,13 @@ def _forget(tmp):
 
 
 def _exists(path):
-    return _gfile().exists(path) if _is_remote(path) else os.path.lexists(path)
+    return _gfile().exists(path) if is_remote(path) else os.path.lexists(path)
 
 
 def _remove(path):
     """Removes a file or a directory tree, quietly."""
     try:
-        if _is_remote(path):
+        if is_remote(path):
             gfile = _gfile()
             if gfile.isdir(path):
                 gfile.rmtree(path)
@@ -116,7 +117,7 @@ def discard(tmp):
 
 def commit(tmp, path):
     """Renames the complete temporary `tmp` over `path`."""
-    if _is_remote(path):
+    if is_remote(path):
         _gfile().rename(tmp, path, overwrite=True)
     else:
         umask = os.umask(0)
@@ -160,7 +161,7 @@ def sweep_stale_temporaries(directory):
     directory = os.fspath(directory) or "."
     removed = []
     try:
-        names = (_gfile().listdir(directory) if _is_remote(directory)
+        names = (_gfile().listdir(directory) if is_remote(directory)
                  else os.listdir(directory))
     except (OSError, Exception):  # pylint: disable=broad-except
         return removed
@@ -179,7 +180,7 @@ def sweep_stale_temporaries(directory):
 
 
 def _same_file(a, b):
-    if _is_remote(a) or _is_remote(b):
+    if is_remote(a) or is_remote(b):
         return a.rstrip("/") == b.rstrip("/")
     try:
         return os.path.samefile(a, b)
@@ -202,13 +203,13 @@ def check_outputs(outputs, inputs=()):
     for i, (flag, path) in enumerate(outputs):
         for other_flag, other in outputs[:i]:
             if _same_file(path, other) or (
-                    not _is_remote(path) and
+                    not is_remote(path) and
                     os.path.abspath(path) == os.path.abspath(other)):
                 raise OutputConflictError(
                     "%s names %s twice (also in %s): each output must be a different file"
                     % (flag, path, other_flag))
         for input_flag, input_path in inputs:
-            if _is_remote(path) != _is_remote(input_path):
+            if is_remote(path) != is_remote(input_path):
                 continue
             if _exists(path) and _exists(input_path) and _same_file(path, input_path):
                 raise OutputConflictError(
@@ -235,7 +236,7 @@ class TemporaryOutputs(object):
         for path in self.paths:
             directory = os.path.dirname(path)
             if directory:
-                if _is_remote(directory):
+                if is_remote(directory):
                     _gfile().makedirs(directory)
                 else:
                     _make_directory(directory, path)
@@ -269,7 +270,7 @@ def _make_directory(directory, path):
 def atomic_output(path, mode="w", encoding="utf-8"):
     """`with atomic_output(path) as f:` writes `f` to `path` only if the block succeeds."""
     path = os.fspath(path)
-    if _is_remote(path):
+    if is_remote(path):
         tmp = temporary_name(path)
         try:
             with _gfile().GFile(tmp, mode) as handle:

@@ -46,8 +46,7 @@ class CorpusError(ValueError):
     """Input files are missing, unreadable or hold no usable text."""
 
 
-def _is_remote(path):
-    return "://" in path
+is_remote = atomic.is_remote
 
 
 def expand_file_patterns(patterns):
@@ -68,7 +67,7 @@ def expand_file_patterns(patterns):
             pattern = pattern.strip()
             if not pattern:
                 continue
-            if _is_remote(pattern):
+            if is_remote(pattern):
                 import tensorflow as tf  # pylint: disable=g-import-not-at-top
                 matches = sorted(tf.io.gfile.glob(pattern))
             else:
@@ -86,7 +85,7 @@ def expand_file_patterns(patterns):
 
 
 def open_file(path, mode="rb"):
-    if _is_remote(path):
+    if is_remote(path):
         import tensorflow as tf  # pylint: disable=g-import-not-at-top
         return tf.io.gfile.GFile(path, mode)
     return open(path, mode)

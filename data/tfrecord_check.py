@@ -84,13 +84,10 @@ def masked_crc32c(data):
 
 # ------------------------------------------------------------------ framing
 
-def _is_remote(path):
-    return "://" in str(path)
-
 
 def _open(path):
     """`(file object, size in bytes)`; `tf.io.gfile` for remote paths."""
-    if _is_remote(path):
+    if corpus_lib.is_remote(path):
         import tensorflow as tf  # pylint: disable=g-import-not-at-top
         return tf.io.gfile.GFile(path, "rb"), tf.io.gfile.stat(path).length
     return open(path, "rb", buffering=_READ_BUFFER), os.path.getsize(path)

@@ -143,12 +143,8 @@ class BeamOptionsError(ValueError):
     """A bad --beam_runner or --beam_pipeline_options."""
 
 
-def _is_remote(path):
-    return "://" in path
-
-
 def _absolute(path):
-    return path if _is_remote(path) else os.path.abspath(path)
+    return path if corpus_lib.is_remote(path) else os.path.abspath(path)
 
 
 # ---------------------------------------------------------------- options
@@ -339,7 +335,7 @@ class _ProcessChunks(beam.DoFn):
 
     def setup(self):
         vocab = self._vocab_file
-        if _is_remote(vocab):
+        if corpus_lib.is_remote(vocab):
             # The tokenizer reads local files; one copy per worker process.
             handle, self._local_vocab = tempfile.mkstemp(suffix="-vocab.txt")
             os.close(handle)
@@ -566,23 +562,17 @@ def create_pretraining_data(input_files, output_files, options, runner="DirectRu
         if staging is not None:
             atomic.discard(staging)
     # Round-robin from global index 0: file k gets an example iff k < instances.
-    summary.empty_output_files = [path for shard, path in enumerate(output_files)
-                                  if shard >= summary.instances]
-    summary.output_files = list(output_files)
-    summary.seconds = time.time() - start
-    warning = summary.empty_outputs_warning()
-    if warning:
-        logging.warning("%s", warning)
-    return summary
+    return summary.finish(output_files, [shard >= summary.instances
+                                         for shard in range(len(output_files))], start)
 
 
 def _join(directory, name):
-    if _is_remote(directory):
+    if corpus_lib.is_remote(directory):
         return directory.rstrip("/") + "/" + name
     return os.path.join(directory, name)
 
 
 def _dirname(path):
-    if _is_remote(path):
+    if corpus_lib.is_remote(path):
         return path.rstrip("/").rsplit("/", 1)[0]
     return os.path.dirname(path)

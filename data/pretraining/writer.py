@@ -60,6 +60,17 @@ class Summary(object):
         self.random_next += result.num_random_next
         self.stats.merge(result.stats)
 
+    def finish(self, output_files, empty, start):
+        """Records the outputs (`empty[k]`: file k got no instance) and the time since
+        `start`, logs the empty-outputs warning, and returns the summary."""
+        self.empty_output_files = [path for path, none in zip(output_files, empty) if none]
+        self.output_files = list(output_files)
+        self.seconds = time.time() - start
+        warning = self.empty_outputs_warning()
+        if warning:
+            logging.warning("%s", warning)
+        return self
+
     def empty_outputs_warning(self):
         """One line naming the output files without any instance, or None."""
         if not self.empty_output_files:
@@ -284,10 +295,4 @@ def create_pretraining_data(input_files, output_files, options, num_workers=1,
                 except Exception:  # pylint: disable=broad-except
                     pass
             outputs.discard()
-    summary.empty_output_files = [path for path, n in zip(output_files, records) if n == 0]
-    summary.output_files = list(output_files)
-    summary.seconds = time.time() - start
-    warning = summary.empty_outputs_warning()
-    if warning:
-        logging.warning("%s", warning)
-    return summary
+    return summary.finish(output_files, [n == 0 for n in records], start)

@@ -178,10 +178,6 @@ def list_presets():
     return list(_PRESETS) + list(_ALIASES)
 
 
-def _is_remote(path):
-    return "://" in str(path)
-
-
 def _read_text(path):
     """A local config file's text; `BertConfigError` naming it if not UTF-8."""
     try:
@@ -321,7 +317,7 @@ class BertConfig:
                 `SCHEMA`); the message names the file.
         """
         json_file = os.fspath(json_file)
-        if _is_remote(json_file):
+        if atomic.is_remote(json_file):
             import tensorflow as tf  # Only needed for remote file systems.
 
             if not tf.io.gfile.exists(json_file):
@@ -482,7 +478,7 @@ def load_bert_config(path):
         BertConfigError: invalid JSON or values; the message names the file.
     """
     path = os.fspath(path)
-    if _is_remote(path):
+    if atomic.is_remote(path):
         import tensorflow as tf  # Only needed for remote file systems.
 
         isdir, isfile, join = tf.io.gfile.isdir, tf.io.gfile.exists, os.path.join
@@ -499,7 +495,7 @@ def load_bert_config(path):
             )
     if not isfile(path):
         raise FileNotFoundError(f"BERT config file not found: {path}")
-    if _is_remote(path):
+    if atomic.is_remote(path):
         import tensorflow as tf
 
         with tf.io.gfile.GFile(path, "r") as reader:
