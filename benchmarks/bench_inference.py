@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -175,7 +174,7 @@ def main():
     args = parser.parse_args()
     if args.child:
         single, batched, extra = _child(tuple(json.loads(args.child)), args.calls)
-        print("RESULT " + json.dumps({"single": single, "batched": batched, "extra": extra}))
+        common.print_child_result({"single": single, "batched": batched, "extra": extra})
         return
     cases = [c for c in CASES if not args.only or c[0] in args.only.split(",")]
     run_id = time.strftime("%Y%m%dT%H%M%S")
@@ -184,14 +183,9 @@ def main():
                                         "transformers", "numpy"))
     for round_index in range(args.rounds):
         for case in cases:
-            out = subprocess.run([sys.executable, os.path.abspath(__file__), "--child",
-                                  json.dumps(case), "--calls=%d" % args.calls],
-                                 capture_output=True, text=True, cwd=REPO)
-            lines = [l for l in out.stdout.splitlines() if l.startswith("RESULT ")]
-            if not lines:
-                print("  %s failed:\n%s" % ("/".join(case), out.stderr[-2000:]))
+            result = common.run_child(__file__, case, ["--calls=%d" % args.calls], cwd=REPO)
+            if result is None:
                 continue
-            result = json.loads(lines[-1][len("RESULT "):])
             record = {"run_id": run_id, "round": round_index,
                       "config": {"impl": case[0], "precision": case[1], "tokens": TOKENS,
                                  "batch": BATCH, "model": "bert_base"},

@@ -31,9 +31,7 @@ README's tables.
 import argparse
 import json
 import os
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -75,18 +73,6 @@ CASE_SETS = {
         ("hf_torch", "bert_base", 8, "bf16", "off", 1),
     ],
 }
-
-
-def _rss_mb():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    return float("nan")
-
-
-def _peak_mb():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 def _batch(batch_size, seed=0):
@@ -149,7 +135,7 @@ def _measure_ours(size, batch_size, precision, xla, steps_per_loop, steps, round
         steps_per_loop=steps_per_loop)
     iterator = iter(strategy.distribute_datasets_from_function(input_fn))
     train_loop = trainer._build_train_step()  # pylint: disable=protected-access
-    rss_built = _rss_mb()
+    rss_built = common.rss_mb()
     # A loop of `steps_per_loop` updates, but never more than the timed
     # steps of a round (the default of 100 would make BERT-base rounds take
     # minutes; 6 updates per call already amortise the round trip).
@@ -171,7 +157,7 @@ def _measure_ours(size, batch_size, precision, xla, steps_per_loop, steps, round
             sync()
             times.append((time.perf_counter() - start) / steps_per_loop)
     loss = metrics["loss"]
-    return {"step_seconds": times, "rss_built_mb": rss_built, "peak_mb": _peak_mb(),
+    return {"step_seconds": times, "rss_built_mb": rss_built, "peak_mb": common.peak_mb(),
             "loss": float(loss[0]) / float(loss[1]),
             "resolved": {"xla": xla, "steps_per_loop": steps_per_loop}}
 
@@ -195,7 +181,7 @@ def _measure_keras_hub(size, batch_size, precision, steps, rounds):
     ids, positions, labels, _ = _batch(batch_size)
     x = {"token_ids": ids, "padding_mask": np.ones_like(ids, bool),
          "segment_ids": np.zeros_like(ids), "mask_positions": positions}
-    rss_built = _rss_mb()
+    rss_built = common.rss_mb()
     for _ in range(2):
         loss = model.train_on_batch(x, labels)
     times = []
@@ -204,7 +190,7 @@ def _measure_keras_hub(size, batch_size, precision, steps, rounds):
             start = time.perf_counter()
             loss = model.train_on_batch(x, labels)  # returns a Python float: synchronous
             times.append(time.perf_counter() - start)
-    return {"step_seconds": times, "rss_built_mb": rss_built, "peak_mb": _peak_mb(),
+    return {"step_seconds": times, "rss_built_mb": rss_built, "peak_mb": common.peak_mb(),
             "loss": float(loss[0] if isinstance(loss, (list, tuple)) else loss)}
 
 
@@ -240,7 +226,7 @@ def _measure_hf_torch(size, batch_size, precision, steps, rounds):
         logits, nsp_logits = model.cls(gathered, pooled)
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, VOCAB).float(), labels_t)
         return loss + torch.nn.functional.cross_entropy(nsp_logits.float(), nsp_t)
-    rss_built = _rss_mb()
+    rss_built = common.rss_mb()
 
     def step():
         optimizer.zero_grad(set_to_none=True)
@@ -261,14 +247,14 @@ def _measure_hf_torch(size, batch_size, precision, steps, rounds):
             start = time.perf_counter()
             loss = step()
             times.append(time.perf_counter() - start)
-    return {"step_seconds": times, "rss_built_mb": rss_built, "peak_mb": _peak_mb(),
+    return {"step_seconds": times, "rss_built_mb": rss_built, "peak_mb": common.peak_mb(),
             "loss": loss, "torch_threads": torch.get_num_threads()}
 
 
 def _child(case, steps, rounds):
     impl, size, batch_size, precision, xla, steps_per_loop = case
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    rss_start = _rss_mb()
+    rss_start = common.rss_mb()
     if impl == "ours":
         xla, steps_per_loop = _resolve(xla, steps_per_loop)
         result = _measure_ours(size, batch_size, precision, xla, steps_per_loop, steps, rounds)
@@ -299,7 +285,7 @@ def main():
     args = parser.parse_args()
     if args.child:
         case = tuple(json.loads(args.child))
-        print("RESULT " + json.dumps(_child(case, args.steps, 1)))
+        common.print_child_result(_child(case, args.steps, 1))
         return
     cases = [tuple(c) for c in CASE_SETS[args.cases]]
     if args.only:
@@ -315,14 +301,9 @@ def main():
     collected = {c: [] for c in cases}
     for round_index in range(args.rounds):
         for case in cases:
-            out = subprocess.run(
-                [sys.executable, os.path.abspath(__file__), "--child", json.dumps(case),
-                 "--steps=%d" % args.steps], capture_output=True, text=True, cwd=REPO)
-            lines = [l for l in out.stdout.splitlines() if l.startswith("RESULT ")]
-            if not lines:
-                print("  %s failed:\n%s" % (_case_key(case), out.stderr[-2000:]))
+            result = common.run_child(__file__, case, ["--steps=%d" % args.steps], cwd=REPO)
+            if result is None:
                 continue
-            result = json.loads(lines[-1][len("RESULT "):])
             collected[case].append(result)
             impl, size, batch_size, precision, xla, steps_per_loop = case
             median = statistics.median(result["step_seconds"])

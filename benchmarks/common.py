@@ -16,6 +16,8 @@ import importlib
 import json
 import os
 import platform
+import resource
+import subprocess
 import sys
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
@@ -117,3 +119,47 @@ def append_result(name, record, results_dir=None):
     with open(path, "a") as f:
         f.write(json.dumps(full, sort_keys=False, default=str) + "\n")
     return path
+
+
+# ------------------------------------------------------------ child processes
+#
+# Every measurement runs in a fresh process (imports, allocator and thread
+# pools start cold and equal for every peer); the parent runs the rounds and
+# the child prints one `RESULT <json>` line.
+
+RESULT_PREFIX = "RESULT "
+
+
+def print_child_result(result):
+    """The child's side: one line the parent reads back."""
+    print(RESULT_PREFIX + json.dumps(result), flush=True)
+
+
+def run_child(script, case, extra_args=(), cwd=None):
+    """Runs `script --child=<case as JSON> extra_args` in a fresh interpreter.
+
+    Returns the child's result dict, or None after printing the tail of its
+    stderr when it printed none (a crashed or failing peer).
+    """
+    out = subprocess.run([sys.executable, os.path.abspath(script), "--child",
+                          json.dumps(case)] + list(extra_args),
+                         capture_output=True, text=True, cwd=cwd)
+    lines = [line for line in out.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
+    if not lines:
+        print("  %s failed:\n%s" % (case, out.stderr[-2000:]))
+        return None
+    return json.loads(lines[-1][len(RESULT_PREFIX):])
+
+
+def rss_mb():
+    """This process's resident set size now, in MB."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
+def peak_mb():
+    """This process's peak resident set size so far, in MB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
