@@ -119,7 +119,7 @@ def _convert_text_example(example, max_seq_length, tokenizer):
 
 
 def convert_single_example(ex_index, example, label_list, max_seq_length, tokenizer,
-                           task_type=None):
+                           task_type=None, pack_fn=None):
     """Converts a single `InputExample` into a single `InputFeatures`.
 
     Google's packing (`data.packing`): ``[CLS] tokens_a [SEP]`` (segment 0),
@@ -134,6 +134,12 @@ def convert_single_example(ex_index, example, label_list, max_seq_length, tokeni
       task_type: "classification", "multi_label" or "regression"; None
         infers it from `label_list` and the example (see `infer_task_type`).
 
+      pack_fn: optional `example -> (input_ids, input_mask, segment_ids)`,
+        each of `max_seq_length`, replacing Google's packing of text examples
+        (a family that frames its inputs another way, e.g. XLNet's
+        `A <sep> B <sep> <cls>` left-padded); labels, padding examples and the
+        record layout stay Google's.
+
     Raises:
       DataError: the label is not in `label_list` (the message names the
         example and the file:line it came from, and lists the labels).
@@ -146,7 +152,9 @@ def convert_single_example(ex_index, example, label_list, max_seq_length, tokeni
     label_id = _label_value(example, label_map, label_list, task_type)
 
     tokens = None
-    if isinstance(example, IdsInputExample):
+    if pack_fn is not None and not isinstance(example, IdsInputExample):
+        input_ids, input_mask, segment_ids = (list(map(int, v)) for v in pack_fn(example))
+    elif isinstance(example, IdsInputExample):
         input_ids, input_mask, segment_ids = _convert_ids_example(example, max_seq_length)
     else:
         tokens, (input_ids, input_mask, segment_ids) = _convert_text_example(
@@ -192,8 +200,9 @@ def _serialize(features, task_type):
 
 
 def file_based_convert_examples_to_features(examples, label_list, max_seq_length, tokenizer,
-                                            output_file, task_type=None):
-    """Converts a set of `InputExample`s to a TFRecord file.
+                                            output_file, task_type=None, pack_fn=None):
+    """Converts a set of `InputExample`s to a TFRecord file (`pack_fn`: see
+    `convert_single_example`).
 
     The file is written under a temporary name and renamed to `output_file`
     only when complete: an interrupted or failed conversion never leaves a
@@ -212,7 +221,8 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
                 if ex_index % 10000 == 0 and ex_index:
                     logging.info("Writing example %d of %d", ex_index, len(examples))
                 features = convert_single_example(ex_index, example, label_list,
-                                                  max_seq_length, tokenizer, task_type)
+                                                  max_seq_length, tokenizer, task_type,
+                                                  pack_fn=pack_fn)
                 writer.write(_serialize(features, task_type))
         outputs.commit()
     finally:

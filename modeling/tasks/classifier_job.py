@@ -250,7 +250,8 @@ def _check_job(job):
     format_class = input_formats.format_class_for(job.model_family, PooledInputFormat)
     format_class.check_family(job, family)
     bert_config = family.load_config(job.bert_config_file)
-    if job.max_seq_length > bert_config.max_position_embeddings:
+    max_positions = getattr(bert_config, "max_position_embeddings", None)
+    if max_positions is not None and job.max_seq_length > max_positions:
         raise ClassifierJobError(
             "Cannot use sequence length %d because the BERT model (%s) was only trained up "
             "to sequence length %d (max_position_embeddings)."
