@@ -248,3 +248,74 @@ def write_byte_bpe(vocab, merges, vocab_file, merges_file):
                       + "".join("%s %s\n" % pair for pair in merges))
     logging.info("Wrote %d tokens to %s and %d merges to %s", len(vocab), vocab_file,
                  len(merges), merges_file)
+
+
+# ------------------------------------------------------ SentencePiece (XLNet)
+
+
+def sentencepiece_training_lines(files, stats=None):
+    """The sentences a SentencePiece model is learned from: each corpus line, stripped."""
+    stats = stats if stats is not None else corpus_lib.ReadStats()
+    any_text = False
+    for document in corpus_lib.iter_documents(files, stats):
+        for lineno, raw in document.lines:
+            text = corpus_lib.decode_line(raw, document.path, lineno, stats).strip()
+            if text:
+                any_text = True
+                yield text
+    if not any_text:
+        raise corpus_lib.CorpusError("No text found in %s; expected UTF-8 text, one "
+                                     "sentence per line" % ", ".join(files))
+
+
+def learn_sentencepiece(lines, vocab_size, model_type="unigram", character_coverage=0.9995):
+    """Learns a SentencePiece model with XLNet's special symbols; returns its bytes.
+
+    The trainer runs on one thread over the sentences in the order given
+    (no sampling, no shuffling), so the same corpus gives the same model
+    bytes. Ids 0-8 are `data.tokenizers.sentencepiece.SPECIAL_SYMBOLS`
+    (`<unk> <s> </s> <cls> <sep> <pad> <mask> <eod> <eop>`), as in XLNet's
+    `spiece.model`.
+
+    Args:
+      lines: iterable of sentences (see `sentencepiece_training_lines`).
+      vocab_size: pieces in the model, the special symbols included.
+      model_type: "unigram" (XLNet's) or "bpe".
+      character_coverage: share of the characters seen that get a piece of
+        their own (the rarest others become <unk>); 0.9995 is the
+        SentencePiece advice for Chinese and Japanese.
+    """
+    import io  # pylint: disable=g-import-not-at-top
+    import sentencepiece  # pylint: disable=g-import-not-at-top
+    from data.tokenizers import sentencepiece as sp_lib  # pylint: disable=g-import-not-at-top
+
+    minimum = len(sp_lib.SPECIAL_SYMBOLS) + 1
+    if vocab_size < minimum:
+        raise ValueError("--vocab_size=%d is too small for a SentencePiece model with XLNet's "
+                         "%d special symbols; expected --vocab_size >= %d"
+                         % (vocab_size, len(sp_lib.SPECIAL_SYMBOLS), minimum))
+    sentences = list(lines)
+    if not sentences:
+        raise ValueError("lines is empty: no text to learn a SentencePiece model from")
+    model = io.BytesIO()
+    try:
+        sentencepiece.SentencePieceTrainer.train(
+            sentence_iterator=iter(sentences), model_writer=model, vocab_size=vocab_size,
+            model_type=model_type, character_coverage=character_coverage,
+            unk_id=0, bos_id=1, eos_id=2, pad_id=-1,
+            control_symbols=",".join(sp_lib.CONTROL_SYMBOLS),
+            user_defined_symbols=",".join(sp_lib.USER_SYMBOLS),
+            num_threads=1, input_sentence_size=0, shuffle_input_sentence=False,
+            minloglevel=2)
+    except RuntimeError as e:
+        message = str(e).splitlines()[0] if str(e) else "the trainer failed"
+        raise ValueError("SentencePiece could not learn %d pieces from %d sentences: %s"
+                         % (vocab_size, len(sentences), message)) from None
+    return model.getvalue()
+
+
+def write_sentencepiece(model_bytes, model_file):
+    """Writes a SentencePiece model atomically (temp file, then rename)."""
+    with atomic.atomic_output(model_file, "wb") as f:
+        f.write(model_bytes)
+    logging.info("Wrote a SentencePiece model to %s", model_file)

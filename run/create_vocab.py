@@ -1,4 +1,5 @@
-"""Learns a WordPiece vocabulary (Google's layout) or byte-level BPE (GPT-2) from corpus files.
+"""Learns a WordPiece vocabulary (Google's layout), byte-level BPE (GPT-2) or a SentencePiece
+model (XLNet) from corpus files.
 
     python run/create_vocab.py --input_file=data/sample/*.txt \
         --vocab_file=/tmp/vocab.txt --vocab_size=8000
@@ -6,6 +7,10 @@
     python run/create_vocab.py --vocab_type=byte_bpe \
         --input_file=data/sample/sample_en.txt,data/sample/sample_zh.txt \
         --vocab_file=/tmp/vocab.json --merges_file=/tmp/merges.txt --vocab_size=3000
+
+    python run/create_vocab.py --model=sentencepiece \
+        --input_file=data/sample/sample_en.txt,data/sample/sample_zh.txt \
+        --vocab_file=data/sample/xlnet/spiece.model --vocab_size=2000
 """
 
 import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-order
@@ -35,6 +40,24 @@ flags.DEFINE_enum("vocab_type", "wordpiece", ["wordpiece", "byte_bpe"],
 flags.DEFINE_string("merges_file", None, "Where to write merges.txt (--vocab_type=byte_bpe).")
 flags.DEFINE_integer("min_frequency", 2,
                      "byte_bpe: pairs seen fewer times are never merged.")
+flags.DEFINE_enum("model", None, ["wordpiece", "byte_bpe", "sentencepiece"],
+                  "What to learn; overrides --vocab_type. sentencepiece: a SentencePiece "
+                  "unigram model with XLNet's special symbols, written to --vocab_file "
+                  "(spiece.model).")
+flags.DEFINE_float("character_coverage", 0.9995,
+                   "sentencepiece: share of the characters seen that get a piece of their own.")
+
+
+def sentencepiece_main(files):
+    stats = corpus.ReadStats()
+    model = vocab_learning.learn_sentencepiece(
+        vocab_learning.sentencepiece_training_lines(files, stats), FLAGS.vocab_size,
+        character_coverage=FLAGS.character_coverage)
+    vocab_learning.write_sentencepiece(model, FLAGS.vocab_file)
+    print("Read %d files; wrote a SentencePiece model of %d pieces to %s"
+          % (len(files), FLAGS.vocab_size, FLAGS.vocab_file))
+    for line in stats.describe():
+        logging.warning("%s", line)
 
 
 def byte_bpe_main(files):
@@ -53,13 +76,17 @@ def byte_bpe_main(files):
 
 def main(_):
     files = corpus.expand_file_patterns(FLAGS.input_file)
+    kind = FLAGS.model or FLAGS.vocab_type
     outputs = [("--vocab_file", FLAGS.vocab_file)]
-    if FLAGS.vocab_type == "byte_bpe" and FLAGS.merges_file:
+    if kind == "byte_bpe" and FLAGS.merges_file:
         outputs.append(("--merges_file", FLAGS.merges_file))
     # A vocabulary written over the corpus would destroy it.
     atomic.check_outputs(outputs, [("--input_file", path) for path in files])
-    if FLAGS.vocab_type == "byte_bpe":
+    if kind == "byte_bpe":
         byte_bpe_main(files)
+        return
+    if kind == "sentencepiece":
+        sentencepiece_main(files)
         return
     stats = corpus.ReadStats()
     counts = vocab_learning.count_words(files, FLAGS.do_lower_case, stats)

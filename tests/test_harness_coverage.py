@@ -9,6 +9,7 @@ import test_encoders
 import test_gpt_harness
 import test_gpt2_harness
 import test_mass_harness
+import test_xlnet_harness
 
 from modeling import registry
 
@@ -26,11 +27,13 @@ def test_every_family_and_objective_has_a_harness_case():
     encoder_cases = [case.name for case in test_encoders.ENCODER_CASES
                      + test_gpt2_harness.ENCODER_CASES
                      + test_gpt_harness.ENCODER_CASES
-                     + test_mass_harness.ENCODER_CASES]
+                     + test_mass_harness.ENCODER_CASES
+                     + test_xlnet_harness.ENCODER_CASES]
     objective_cases = [case.name for case in test_encoders.OBJECTIVE_CASES
                        + test_gpt2_harness.OBJECTIVE_CASES
                        + test_gpt_harness.OBJECTIVE_CASES
-                       + test_mass_harness.OBJECTIVE_CASES]
+                       + test_mass_harness.OBJECTIVE_CASES
+                       + test_xlnet_harness.OBJECTIVE_CASES]
     for family in _built_in(registry.families):
         assert any(name.startswith(family) for name in encoder_cases), family
     for objective in _built_in(registry.objectives):

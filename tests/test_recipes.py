@@ -34,7 +34,8 @@ STEPS = 1500
 LEARNING_TESTED_HERE = ("albert", "bert", "bert_wwm", "gpt2", "roberta", "spanbert")
 LEARNING_TESTED_ELSEWHERE = {"gpt": "test_gpt_recipe.py", "mass": "test_mass.py",
                              "unilm": "test_unilm.py",
-                             "unilm_seq2seq": "test_unilm.py"}
+                             "unilm_seq2seq": "test_unilm.py",
+                             "xlnet": "test_xlnet_pretraining.py"}
 
 
 def test_registry_and_declarative_files(tmp_path):

@@ -1,0 +1,49 @@
+"""XLNet (Yang et al. 2019): config, network, permutation LM; registers the family.
+
+The family package holds every XLNet-specific part and registers them:
+
+    family     "xlnet"            (`XLNetConfig`, `XLNetNetwork`, demo size)
+    objective  "permutation_lm"   (`modeling.xlnet.objective`)
+    pipeline   "xlnet"            (`modeling.xlnet.pipeline`: SentencePiece,
+                                   memory-aligned streams, permutation masks)
+
+named together by the recipe `modeling/recipes/presets/xlnet.json`.
+Fine-tuning inputs in XLNet's layout (`A <sep> B <sep> <cls>`, left padded)
+come from `modeling.xlnet.finetuning`.
+
+    from modeling.xlnet import XLNetConfig, XLNetNetwork
+    network = XLNetNetwork.from_config_object(XLNetConfig(vocab_size=2000, d_model=64,
+                                                          n_layer=2, n_head=2, d_inner=128))
+"""
+
+from modeling import registry
+from modeling.xlnet.config import XLNetConfig
+from modeling.xlnet.config import XLNetConfigError
+from modeling.xlnet.config import load_xlnet_config
+from modeling.xlnet.network import XLNetNetwork
+# Registered by import: the objective "permutation_lm" and the pipeline "xlnet".
+from modeling.xlnet import objective  # noqa: F401  pylint: disable=unused-import
+from modeling.xlnet import pipeline  # noqa: F401  pylint: disable=unused-import
+
+__all__ = ["XLNetConfig", "XLNetConfigError", "XLNetNetwork", "load_xlnet_config"]
+
+
+def _demo_config(vocab_size):
+    # A tiny model for the bundled corpus (~25K SentencePiece tokens): width
+    # 64, two layers, a memory of one 32-token segment.
+    return XLNetConfig(vocab_size=vocab_size, d_model=64, n_layer=2, n_head=2, d_inner=128,
+                       mem_len=32, dropout=0.1)
+
+
+registry.encoders.register("xlnet", XLNetNetwork)
+FAMILY = registry.families.register("xlnet", registry.Family(
+    name="xlnet",
+    config_class=XLNetConfig,
+    load_config=load_xlnet_config,
+    build_encoder=XLNetNetwork.from_config_object,
+    demo_config=_demo_config,
+    config_file_name="config.json",
+    head_activation=lambda config: config.hidden_act,
+    is_encoder=lambda model: isinstance(model, XLNetNetwork),
+    has_pooler=True,
+))

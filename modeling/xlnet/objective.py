@@ -1,0 +1,137 @@
+"""XLNet's permutation language model, registered as the objective "permutation_lm".
+
+Each predicted position (a row of `target_mapping`, the last 1/K of a
+factorisation order; `modeling.xlnet.permutation`) is scored from the query
+stream of the network at that position, which knows the position but not the
+token, and the content of the tokens before it in the order:
+
+    logits[b, m] = query_output[b, m] @ word_embedding^T + lm_bias
+
+The decoder is the network's word embedding table (tied, as in XLNet); the
+objective's own weight is the output bias `lm_bias` `[vocab]` (HF's
+`lm_loss.bias`).
+
+Features: `target_ids` int `[batch, num_predict]`, `target_weights` float
+`[batch, num_predict]` (0 for unused rows) and what the network reads
+(`perm_mask`, `target_mapping`, ...).
+
+    loss     = sum(w * CE) / (sum(w) + 1e-5)
+    metrics  permutation_lm_loss      (sum w*CE, sum w)   nats per predicted token
+             permutation_lm_accuracy  (sum w*correct, sum w)
+
+Baseline: the predicted tokens themselves (`baseline_targets`), so the
+generic unigram baseline applies (what a model that ignores context scores
+on the same targets); `derived_metrics` gives both perplexities.
+"""
+
+import math
+
+import keras
+import tensorflow as tf
+
+from modeling import registry
+from modeling.layers.common import PACKAGE as _PACKAGE
+from modeling.objectives.base import Objective
+from modeling.objectives.base import _Ref
+from modeling.objectives.base import _per_example_cross_entropy
+from modeling.objectives.base import _stat
+
+__all__ = ["PermutationLMObjective"]
+
+
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class PermutationLMObjective(Objective):
+    """Permutation LM through the attached network's query stream and embedding table.
+
+    Args:
+        vocab_size: rows of the embedding table (checked in `attach`).
+        loss_weight: see `Objective`.
+
+    Losses: `permutation_lm_loss`. Metrics: `permutation_lm_loss`,
+    `permutation_lm_accuracy`. Outputs: `permutation_lm_logits` float32
+    `[batch, num_predict, vocab]`.
+    """
+
+    def __init__(self, vocab_size, loss_weight=1.0, **kwargs):
+        kwargs.setdefault("name", "permutation_lm")
+        super().__init__(loss_weight=loss_weight, **kwargs)
+        self.vocab_size = vocab_size
+        self._encoder = None
+        self.build()
+
+    def build(self, input_shape=None):
+        if self.built:
+            return
+        self.lm_bias = self.add_weight(name="lm_bias", shape=(self.vocab_size,),
+                                       initializer="zeros")
+
+    def attach(self, encoder):
+        table = encoder.embedding_table
+        if int(table.shape[0]) != self.vocab_size:
+            raise ValueError("The network's embedding table has %d rows but the permutation "
+                             "LM predicts %d tokens." % (int(table.shape[0]), self.vocab_size))
+        self._encoder = _Ref(encoder)
+
+    def logits(self, query_output):
+        """`query_output @ embedding_table^T + lm_bias` as float32 `[..., vocab]`."""
+        if self._encoder is None:
+            raise ValueError("PermutationLMObjective needs the network's embedding table: "
+                             "call attach(network) first (the Pretrainer does this).")
+        table = tf.cast(self._encoder.value.embedding_table, query_output.dtype)
+        flat = tf.reshape(query_output, [-1, tf.shape(query_output)[-1]])
+        logits = tf.matmul(flat, table, transpose_b=True)
+        shape = tf.concat([tf.shape(query_output)[:-1], tf.shape(table)[:1]], 0)
+        logits = tf.cast(tf.reshape(logits, shape), tf.float32)
+        return logits + tf.cast(self.lm_bias, tf.float32)
+
+    def call(self, encoder_outputs, features, training=None):
+        if "query_output" not in encoder_outputs:
+            raise ValueError("permutation_lm needs the query stream: the features must hold "
+                             "perm_mask and target_mapping (the 'xlnet' pipeline's)")
+        logits = self.logits(encoder_outputs["query_output"])
+        outputs = {"permutation_lm_logits": logits}
+        if "target_ids" not in features:
+            return {"losses": {}, "metrics": {}, "outputs": outputs}
+        targets = tf.cast(features["target_ids"], tf.int32)
+        weights = tf.cast(features["target_weights"], tf.float32)
+        per_token = _per_example_cross_entropy(logits, targets)
+        correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), targets),
+                          tf.float32)
+        total = tf.reduce_sum(weights * per_token)
+        count = tf.reduce_sum(weights)
+        return {
+            "losses": {"permutation_lm_loss": total / (count + 1e-5)},
+            "metrics": {
+                "permutation_lm_loss": _stat(total, count),
+                "permutation_lm_accuracy": _stat(tf.reduce_sum(weights * correct), count),
+            },
+            "outputs": outputs,
+        }
+
+    # ------------------------------------------------------------- baseline
+
+    def baseline_targets(self, features):
+        return features["target_ids"][features["target_weights"] > 0]
+
+    def baseline_num_classes(self):
+        return self.vocab_size
+
+    def derived_metrics(self, results):
+        baseline = "%s_baseline_permutation_lm" % self.baseline_kind
+        derived = {}
+        for prefix in ("permutation_lm", baseline):
+            loss = results.get(prefix + "_loss")
+            if loss is not None:
+                derived[prefix + "_perplexity"] = math.exp(min(float(loss), 700.0))
+        return derived
+
+    def get_config(self):
+        config = super().get_config()
+        config["vocab_size"] = self.vocab_size
+        return config
+
+
+@registry.objectives.register("permutation_lm")
+def _permutation_lm(config, family, **kwargs):
+    del family  # the decoder is the network's own table
+    return PermutationLMObjective(vocab_size=config.vocab_size, **kwargs)
