@@ -1,0 +1,362 @@
+"""Token tagging (NER) fine-tuning as a library call: what `run/run_ner.py` runs.
+
+    from modeling.tasks import ner_job
+    result = ner_job.run(ner_job.NerJob(
+        data_dir="conll2003", vocab_file=".../vocab.txt",
+        bert_config_file=".../bert_config.json", init_checkpoint=".../bert_model.ckpt",
+        do_lower_case=False, output_dir="/tmp/ner", do_train=True, do_eval=True))
+    result.eval_results["eval_f1"]
+
+Data: CoNLL files (`data.processors.conll`): ``train.txt``, ``dev.txt`` and
+``test.txt`` in `data_dir`, or `train_file` / `dev_file` / `test_file`
+(paths, or names inside `data_dir`). Tags follow `tagging_scheme` (``bio`` or
+``bioes``); the label list is ``O`` plus the training file's tags (or, with
+no training, the ``label_list.txt`` a training run wrote in `output_dir`).
+
+`run(job)`:
+
+1. checks the flags, the casing against the checkpoint's name,
+   `max_seq_length` against the config and the vocabulary; reads every
+   needed split (a bad line or a tag outside the scheme or the label list
+   is a one-line error naming ``file:line``) and writes ``train.tf_record``,
+   ``eval.tf_record``, ``predict.tf_record``;
+2. fine-tunes `modeling.tasks.tagging.BertTagger` (softmax per token, or a
+   CRF with `use_crf`) with the project's one trainer;
+3. with `do_eval`, writes ``eval_results.txt``: eval_precision, eval_recall,
+   eval_f1 (entity level, micro-averaged, seqeval's default definition:
+   `modeling.tasks.seqeval`), eval_<TYPE>_precision/_recall/_f1 per entity
+   type, eval_accuracy (labelled tokens), eval_loss, loss, global_step; and
+   ``eval_report.txt`` (a seqeval-like table). With `do_predict`, writes
+   ``test_predictions.txt``: ``token gold predicted`` per word, a blank line
+   between sentences (CoNLL format, conlleval's input), and the entity
+   scores of the test set in ``test_results.txt`` when it has gold tags.
+
+Words cut by `max_seq_length` are predicted ``O`` (their gold entities still
+count, so truncation shows up as lost recall) and reported in the log.
+All outputs are written atomically.
+
+Registered as ``registry.tasks.get("ner")``.
+"""
+
+import contextlib
+import dataclasses
+import os
+from typing import Optional
+
+from absl import logging
+import keras
+import tensorflow as tf
+
+from data import atomic
+from data import tokenization
+from data.processors import conll
+from data.processors.base import DataError
+from modeling import checkpoints
+from modeling import registry
+from modeling.tasks import FineTuningTask
+from modeling.tasks import seqeval
+from modeling.tasks import tagging
+from modeling.tasks.input_formats import ClassifierJobError
+from modeling.training import distribute
+from modeling.training import optimization
+from modeling.training import run_lock
+from modeling.training import trainer as trainer_lib
+from modeling.training import validation
+
+__all__ = ["NerJob", "NerJobError", "NerResult", "run"]
+
+NerJobError = ClassifierJobError
+LABEL_LIST_FILE = "label_list.txt"
+
+
+@dataclasses.dataclass
+class NerJob:
+    """Everything a tagging run needs; the fields are `run_ner.py`'s flags."""
+
+    model_family: str = "bert"
+    data_dir: Optional[str] = None
+    train_file: Optional[str] = None
+    dev_file: Optional[str] = None
+    test_file: Optional[str] = None
+    bert_config_file: Optional[str] = None
+    vocab_file: Optional[str] = None
+    output_dir: Optional[str] = None
+    init_checkpoint: Optional[str] = None
+    do_lower_case: bool = True
+    max_seq_length: int = 128
+    do_train: bool = False
+    do_eval: bool = False
+    do_predict: bool = False
+    train_batch_size: int = 32
+    eval_batch_size: int = 8
+    predict_batch_size: int = 8
+    learning_rate: float = 5e-5
+    num_train_epochs: float = 3.0
+    warmup_proportion: float = 0.1
+    save_checkpoints_steps: int = 1000
+    tagging_scheme: str = "bio"
+    use_crf: bool = False
+    # The trainer (`run/common_flags.define_trainer_flags`).
+    distribution_strategy: str = "one_device"
+    tpu: Optional[str] = None
+    num_gpus: Optional[int] = None
+    all_reduce_alg: Optional[str] = None
+    use_xla: bool = False
+    xla_optimizer_update: bool = True
+    mixed_precision: Optional[str] = None
+    optimizer: str = "adamw"
+    gradient_accumulation_steps: int = 1
+    keep_checkpoint_max: int = 5
+    log_steps: int = 100
+    steps_per_loop: int = 1
+    nan_policy: str = "stop"
+    seed: Optional[int] = None
+
+
+@dataclasses.dataclass
+class NerResult:
+    """eval_results (eval_results.txt), test_predictions (tag lists per test sentence)."""
+
+    eval_results: dict
+    test_predictions: Optional[list]
+    test_results: Optional[dict]
+    output_dir: str
+
+
+def _split_path(job, name, default):
+    value = getattr(job, name)
+    if value and (os.path.isabs(value) or not job.data_dir or tf.io.gfile.exists(value)):
+        return value
+    if not job.data_dir:
+        raise NerJobError("Give --data_dir or --%s." % name)
+    return os.path.join(job.data_dir, value or default)
+
+
+def _check_job(job):
+    if not (job.do_train or job.do_eval or job.do_predict):
+        raise NerJobError("At least one of `do_train`, `do_eval` or `do_predict` must be True.")
+    for name in ("bert_config_file", "output_dir", "vocab_file"):
+        if not getattr(job, name):
+            raise NerJobError("--%s is required." % name)
+    if job.tagging_scheme not in conll.SCHEMES:
+        raise NerJobError("--tagging_scheme=%s: expected one of %s"
+                          % (job.tagging_scheme, ", ".join(conll.SCHEMES)))
+    if job.mixed_precision and job.use_crf:
+        logging.info("The CRF computes in float32 under mixed precision.")
+    try:
+        tokenization.validate_case_matches_checkpoint(job.do_lower_case, job.init_checkpoint)
+    except ValueError as e:
+        raise NerJobError(str(e)) from e
+    try:
+        family = registry.families.get(job.model_family)
+    except registry.RegistryError as e:
+        raise NerJobError("--model_family: %s" % e) from e
+    if not os.path.exists(job.bert_config_file):
+        raise NerJobError("--bert_config_file=%s: no such file" % job.bert_config_file)
+    config = family.load_config(job.bert_config_file)
+    max_positions = getattr(config, "max_position_embeddings", None)
+    if max_positions is not None and job.max_seq_length > max_positions:
+        raise NerJobError(
+            "Cannot use sequence length %d because the BERT model (%s) was only trained up "
+            "to sequence length %d (max_position_embeddings)."
+            % (job.max_seq_length, job.bert_config_file, max_positions))
+    if job.max_seq_length < 3:
+        raise NerJobError("--max_seq_length must be at least 3 ([CLS] word [SEP]).")
+    for name in ("train_batch_size", "eval_batch_size", "predict_batch_size",
+                 "gradient_accumulation_steps"):
+        if getattr(job, name) < 1:
+            raise NerJobError("--%s must be positive." % name)
+    validation.validate_training_values(
+        job.do_train, learning_rate=job.learning_rate,
+        save_checkpoints_steps=job.save_checkpoints_steps,
+        keep_checkpoint_max=job.keep_checkpoint_max, log_steps=job.log_steps,
+        num_train_epochs=job.num_train_epochs if job.do_train else None,
+        warmup_proportion=job.warmup_proportion, do_eval=job.do_eval)
+    if job.nan_policy not in trainer_lib.NAN_POLICIES:
+        raise NerJobError("--nan_policy=%s: expected one of %s"
+                          % (job.nan_policy, ", ".join(trainer_lib.NAN_POLICIES)))
+    vocab = tokenization.load_vocab(job.vocab_file)
+    tokenization.check_vocab_special_tokens(vocab, job.vocab_file,
+                                            required=("[UNK]", "[CLS]", "[SEP]"))
+    if len(vocab) != config.vocab_size:
+        raise NerJobError(
+            "The vocabulary %s has %d tokens but the BERT config %s says vocab_size=%d; "
+            "use the vocab.txt that belongs to the model."
+            % (job.vocab_file, len(vocab), job.bert_config_file, config.vocab_size))
+    return family, config, tokenization.FullTokenizer(job.vocab_file, job.do_lower_case)
+
+
+def _read(job, name, default, set_type):
+    path = _split_path(job, name, default)
+    if not tf.io.gfile.exists(path):
+        raise NerJobError("--%s: %s does not exist" % (name if getattr(job, name) else "data_dir",
+                                                       path))
+    sentences = conll.read_conll(path, job.tagging_scheme, set_type)
+    if not sentences:
+        raise NerJobError("%s has no sentences." % path)
+    return sentences
+
+
+def _label_list(job, train_sentences):
+    path = os.path.join(job.output_dir, LABEL_LIST_FILE)
+    if train_sentences is not None:
+        labels = conll.label_list_from(train_sentences)
+        atomic.write_text(path, "".join(label + "\n" for label in labels))
+        return labels
+    if not tf.io.gfile.exists(path):
+        raise NerJobError("Without --do_train the labels come from %s, written by a training "
+                          "run in --output_dir; it does not exist." % path)
+    with tf.io.gfile.GFile(path) as f:
+        return [line.strip() for line in f if line.strip()]
+
+
+def _tags_of(sentences, features, predicted_ids, label_list):
+    """Per-sentence predicted tags: the prediction at each word's first piece; O past the cut."""
+    result = []
+    for sentence, feature, row in zip(sentences, features, predicted_ids):
+        positions = [i for i, m in enumerate(feature.label_mask) if m]
+        tags = [label_list[int(row[p])] for p in positions]
+        result.append(tags + ["O"] * (len(sentence.words) - len(tags)))
+    return result
+
+
+def _flat_scores(scores, prefix):
+    values = {prefix + "precision": scores["precision"], prefix + "recall": scores["recall"],
+              prefix + "f1": scores["f1"]}
+    for type_, s in scores["per_type"].items():
+        for key in ("precision", "recall", "f1"):
+            values["%s%s_%s" % (prefix, type_, key)] = s[key]
+    return values
+
+
+def run(job):
+    """Runs `job` (train, eval and/or predict); returns a `NerResult`."""
+    family, config, tokenizer = _check_job(job)
+    if job.seed is not None:
+        keras.utils.set_random_seed(job.seed)
+    if job.mixed_precision:
+        keras.mixed_precision.set_global_policy("mixed_" + job.mixed_precision)
+    strategy = distribute.get_strategy(job.distribution_strategy, job.num_gpus,
+                                       job.tpu, job.all_reduce_alg)
+    with (run_lock.OutputDirLock(job.output_dir) if distribute.is_chief(strategy)
+          else contextlib.nullcontext()):
+        try:
+            return _run(job, family, config, tokenizer, strategy)
+        except DataError as e:
+            raise NerJobError(str(e)) from None
+
+
+def _run(job, family, config, tokenizer, strategy):
+    output_dir = job.output_dir
+    tf.io.gfile.makedirs(output_dir)
+    # Read every split first: bad lines are reported before any training.
+    train = _read(job, "train_file", "train.txt", "train") if job.do_train else None
+    dev = _read(job, "dev_file", "dev.txt", "dev") if job.do_eval else None
+    test = _read(job, "test_file", "test.txt", "test") if job.do_predict else None
+    label_list = _label_list(job, train)
+    for sentences in (dev, test):
+        if sentences is not None:
+            conll.check_tags(sentences, job.tagging_scheme)
+    logging.info("Labels: %s", label_list)
+
+    def write(sentences, name, multiple):
+        return conll.write_tagging_records(sentences, label_list, job.max_seq_length,
+                                           tokenizer, os.path.join(output_dir, name), multiple)
+
+    num_train_steps = num_warmup_steps = 0
+    if train is not None:
+        per_update = job.train_batch_size * job.gradient_accumulation_steps
+        num_train_steps = int(len(train) / per_update * job.num_train_epochs)
+        num_warmup_steps = int(num_train_steps * job.warmup_proportion)
+        if num_train_steps < 1:
+            raise NerJobError("%d training sentences, --train_batch_size=%d and "
+                              "--num_train_epochs=%s make no training step."
+                              % (len(train), job.train_batch_size, job.num_train_epochs))
+        write(train, "train.tf_record", 1)
+    dev_features = write(dev, "eval.tf_record", job.eval_batch_size) if dev else None
+    test_features = write(test, "predict.tf_record", job.predict_batch_size) if test else None
+    for name, sentences, features in (("dev", dev, dev_features), ("test", test, test_features)):
+        if features:
+            cut = sum(len(s.words) - f.num_words for s, f in zip(sentences, features))
+            if cut:
+                logging.warning("%s: %d words beyond --max_seq_length=%d are predicted O.",
+                                name, cut, job.max_seq_length)
+
+    def model_fn():
+        return tagging.BertTagger.from_config_object(config, num_labels=len(label_list),
+                                                     use_crf=job.use_crf, family=family)
+
+    def init_fn(model):
+        if job.init_checkpoint:
+            checkpoints.init_from_checkpoint(model, job.init_checkpoint)
+        else:
+            logging.warning("No --init_checkpoint: the encoder starts from random weights.")
+
+    trainer = trainer_lib.Trainer(
+        strategy, model_fn=model_fn,
+        optimizer_fn=lambda: optimization.create_optimizer(
+            job.learning_rate, max(1, num_train_steps), num_warmup_steps,
+            optimizer_type=job.optimizer,
+            gradient_accumulation_steps=job.gradient_accumulation_steps,
+            jit_update=job.xla_optimizer_update),
+        model_dir=output_dir, train_batch_size=job.train_batch_size,
+        num_train_steps=num_train_steps, save_checkpoints_steps=job.save_checkpoints_steps,
+        keep_checkpoint_max=job.keep_checkpoint_max, log_steps=job.log_steps,
+        gradient_accumulation_steps=job.gradient_accumulation_steps,
+        use_xla=job.use_xla, init_fn=init_fn, nan_policy=job.nan_policy,
+        steps_per_loop=job.steps_per_loop)
+
+    def input_fn(name, batch_size, is_training):
+        return conll.tagging_input_fn_builder(os.path.join(output_dir, name),
+                                              job.max_seq_length, is_training, batch_size,
+                                              seed=job.seed)
+
+    if train is not None:
+        trainer.train(input_fn("train.tf_record", job.train_batch_size, True))
+    else:
+        trainer.restore_or_initialize()
+
+    result = NerResult(eval_results={}, test_predictions=None, test_results=None,
+                       output_dir=output_dir)
+    if dev is not None:
+        eval_fn = input_fn("eval.tf_record", job.eval_batch_size, False)
+        raw = trainer.evaluate(eval_fn, max_steps=None, restore=False)
+        results = {"global_step": raw.pop("global_step")}
+        for name, value in raw.items():
+            results["eval_" + name] = value
+        results["loss"] = results["eval_loss"]
+        predicted = trainer.predict(eval_fn, ["predicted_ids"], restore=False)["predicted_ids"]
+        tags = _tags_of(dev, dev_features, predicted, label_list)
+        scores = seqeval.entity_scores([s.tags for s in dev], tags)
+        results.update(_flat_scores(scores, "eval_"))
+        if trainer.is_chief:
+            trainer_lib.write_eval_results(results, os.path.join(output_dir, "eval_results.txt"))
+            atomic.write_text(os.path.join(output_dir, "eval_report.txt"),
+                              seqeval.format_report(scores))
+        print("***** Eval results *****")
+        for key in sorted(results):
+            print("  %s = %s" % (key, results[key]))
+        result.eval_results = results
+
+    if test is not None:
+        predicted = trainer.predict(input_fn("predict.tf_record", job.predict_batch_size, False),
+                                    ["predicted_ids"], restore=False)["predicted_ids"]
+        tags = _tags_of(test, test_features, predicted, label_list)
+        path = os.path.join(output_dir, "test_predictions.txt")
+        scores = seqeval.entity_scores([s.tags for s in test], tags)
+        if trainer.is_chief:
+            conll.write_conll_predictions(path, test, tags)
+            trainer_lib.write_eval_results(_flat_scores(scores, "test_"),
+                                           os.path.join(output_dir, "test_results.txt"))
+        print("Wrote predictions for %d sentences to %s" % (len(test), path))
+        result.test_predictions = tags
+        result.test_results = _flat_scores(scores, "test_")
+    print("Checkpoints:  %s" % os.path.abspath(output_dir))
+    return result
+
+
+registry.tasks.register("ner", FineTuningTask(
+    name="ner",
+    description="Token tagging / NER on CoNLL files (BIO or BIOES), optional CRF; "
+                "entity-level F1 as seqeval",
+    model_class=tagging.BertTagger, job_class=NerJob, run=run))
