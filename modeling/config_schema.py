@@ -24,8 +24,10 @@ google-research/albert's releases, and what `transformers` writes
 """
 
 import difflib
+import json
+import os
 
-__all__ = ["ConfigSchema", "GOOGLE_BERT_EXTRA_KEYS", "HF_COMMON_KEYS"]
+__all__ = ["ConfigSchema", "GOOGLE_BERT_EXTRA_KEYS", "HF_COMMON_KEYS", "config_file_in"]
 
 # Keys of google-research/bert's released bert_config.json files beside the
 # fields (the Chinese and multilingual models carry them; nothing reads them).
@@ -180,6 +182,31 @@ class ConfigSchema:
         return ValueError("missing required %s field%s %s" % (
             self.family, "s" if len(missing) > 1 else "", _quoted(missing)))
 
+    def read_file(self, path, build, error_class):
+        """Reads a local config file: `build(values)` after `self.build`'s checks.
+
+        Raises:
+            FileNotFoundError: no such file.
+            error_class: not JSON, or the values fail the checks; the one-line
+                message names the file.
+        """
+        path = os.fspath(path)
+        if not os.path.isfile(path):
+            raise FileNotFoundError("%s config file not found: %s" % (self.family, path))
+        try:
+            with open(path, encoding="utf-8") as f:
+                values = json.load(f)
+        except RecursionError as e:
+            raise error_class("%s config file %s is not valid JSON: nested too deeply"
+                              % (self.family, path)) from e
+        except (OSError, ValueError) as e:
+            raise error_class("%s config file %s is not valid JSON: %s"
+                              % (self.family, path, e)) from e
+        try:
+            return self.build(values, build, error_class)
+        except (error_class, TypeError) as e:
+            raise error_class("Invalid %s config file %s: %s" % (self.family, path, e)) from e
+
     def build(self, values, build, error_class):
         """Checks a parsed file's `values`, then returns `build(values)`.
 
@@ -209,3 +236,18 @@ class ConfigSchema:
         if missing:
             raise error_class(str(self.missing_error(missing)))
         return config
+
+
+def config_file_in(path, file_name="config.json"):
+    """`path` itself, or `path/file_name` when `path` is a model folder.
+
+    Raises:
+        FileNotFoundError: a folder without `file_name`.
+    """
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        candidate = os.path.join(path, file_name)
+        if not os.path.isfile(candidate):
+            raise FileNotFoundError("No %s in directory %s" % (file_name, path))
+        return candidate
+    return path

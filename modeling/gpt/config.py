@@ -26,7 +26,6 @@ a 40,478-token BPE vocabulary) and `gpt_tiny` (2 layers, width 64).
 
 import copy
 import json
-import os
 
 from data import atomic
 from modeling import config_schema
@@ -204,21 +203,7 @@ class GPTConfig:
     @classmethod
     def from_json_file(cls, path):
         """Reads a GPT `config.json` (HF's or this project's: the same format)."""
-        path = os.fspath(path)
-        if not os.path.isfile(path):
-            raise FileNotFoundError("GPT config file not found: %s" % path)
-        try:
-            with open(path, encoding="utf-8") as f:
-                values = json.load(f)
-        except RecursionError as e:
-            raise GPTConfigError("GPT config file %s is not valid JSON: nested too deeply"
-                                 % path) from e
-        except (OSError, ValueError) as e:
-            raise GPTConfigError("GPT config file %s is not valid JSON: %s" % (path, e)) from e
-        try:
-            return GPT_SCHEMA.build(values, cls.from_dict, GPTConfigError)
-        except (GPTConfigError, TypeError) as e:
-            raise GPTConfigError("Invalid GPT config file %s: %s" % (path, e)) from e
+        return GPT_SCHEMA.read_file(path, cls.from_dict, GPTConfigError)
 
     def to_json_file(self, path):
         """Writes the config atomically (a temporary file renamed over `path`)."""
@@ -240,10 +225,4 @@ def load_gpt_config(path):
         FileNotFoundError: no such file (or no config.json in the folder).
         GPTConfigError: invalid JSON or values; the message names the file.
     """
-    path = os.fspath(path)
-    if os.path.isdir(path):
-        candidate = os.path.join(path, "config.json")
-        if not os.path.isfile(candidate):
-            raise FileNotFoundError("No config.json in directory %s" % path)
-        path = candidate
-    return GPTConfig.from_json_file(path)
+    return GPTConfig.from_json_file(config_schema.config_file_in(path))

@@ -28,7 +28,6 @@ Presets: OpenAI's sizes (`gpt2`, `gpt2_medium`, `gpt2_large`, `gpt2_xl`) and
 
 import copy
 import json
-import os
 
 from data import atomic
 from modeling import config_schema
@@ -254,22 +253,7 @@ class GPT2Config:
     @classmethod
     def from_json_file(cls, path):
         """Reads a GPT-2 `config.json` (HF's or this project's: the same format)."""
-        path = os.fspath(path)
-        if not os.path.isfile(path):
-            raise FileNotFoundError("GPT-2 config file not found: %s" % path)
-        try:
-            with open(path, encoding="utf-8") as f:
-                values = json.load(f)
-        except RecursionError as e:
-            raise GPT2ConfigError("GPT-2 config file %s is not valid JSON: nested too deeply"
-                                  % path) from e
-        except (OSError, ValueError) as e:
-            raise GPT2ConfigError("GPT-2 config file %s is not valid JSON: %s" % (path, e)) from e
-        try:
-            # Also unknown keys and missing structural fields (`GPT2_SCHEMA`).
-            return GPT2_SCHEMA.build(values, cls.from_dict, GPT2ConfigError)
-        except (GPT2ConfigError, TypeError) as e:
-            raise GPT2ConfigError("Invalid GPT-2 config file %s: %s" % (path, e)) from e
+        return GPT2_SCHEMA.read_file(path, cls.from_dict, GPT2ConfigError)
 
     def to_json_file(self, path):
         """Writes the config atomically (a temporary file renamed over `path`)."""
@@ -291,10 +275,4 @@ def load_gpt2_config(path):
         FileNotFoundError: no such file (or no config.json in the folder).
         GPT2ConfigError: invalid JSON or values; the message names the file.
     """
-    path = os.fspath(path)
-    if os.path.isdir(path):
-        candidate = os.path.join(path, "config.json")
-        if not os.path.isfile(candidate):
-            raise FileNotFoundError("No config.json in directory %s" % path)
-        path = candidate
-    return GPT2Config.from_json_file(path)
+    return GPT2Config.from_json_file(config_schema.config_file_in(path))

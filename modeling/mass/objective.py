@@ -23,14 +23,13 @@ unigram baseline is the best a model can do that ignores the sentence;
 `derived_metrics` adds both perplexities.
 """
 
-import math
-
 import keras
 import tensorflow as tf
 
 from modeling import registry
 from modeling.layers.common import PACKAGE as _PACKAGE
 from modeling.objectives.base import Objective
+from modeling.objectives.base import perplexities
 from modeling.objectives.base import _Ref
 from modeling.objectives.base import _per_example_cross_entropy
 from modeling.objectives.base import _stat
@@ -105,12 +104,7 @@ class MassObjective(Objective):
         return self.vocab_size
 
     def derived_metrics(self, results):
-        derived = {}
-        for prefix in (self.name, "%s_baseline_%s" % (self.baseline_kind, self.name)):
-            loss = results.get(prefix + "_loss")
-            if loss is not None:
-                derived[prefix + "_perplexity"] = math.exp(min(float(loss), 700.0))
-        return derived
+        return perplexities(results, self.name, self.baseline_kind)
 
     def get_config(self):
         config = super().get_config()

@@ -58,13 +58,15 @@ and `pretrainer.get_objective("next_sentence").head...` (or
 Logits and losses are float32 even under a mixed-precision policy.
 """
 
+import math
+
 import keras
 import tensorflow as tf
 
 from data.pretraining.baselines import unigram_statistics
 from modeling.layers.common import PACKAGE as _PACKAGE
 
-__all__ = ["BertPretrainer", "Objective", "Pretrainer", "head_kwargs"]
+__all__ = ["BertPretrainer", "Objective", "Pretrainer", "head_kwargs", "perplexities"]
 
 
 def _per_example_cross_entropy(logits, labels):
@@ -159,6 +161,21 @@ class Objective(keras.layers.Layer):
         config = super().get_config()
         config["loss_weight"] = self.loss_weight
         return config
+
+
+def perplexities(results, metric, baseline_kind="unigram"):
+    """`{<metric>_perplexity, <kind>_baseline_<metric>_perplexity}` from the losses (nats).
+
+    For the language-model objectives' `derived_metrics`: the number papers
+    quote, for the model and for its context-free baseline, where `results`
+    holds their `_loss` values (capped at e^700 rather than overflowing).
+    """
+    derived = {}
+    for prefix in (metric, "%s_baseline_%s" % (baseline_kind, metric)):
+        loss = results.get(prefix + "_loss")
+        if loss is not None:
+            derived[prefix + "_perplexity"] = math.exp(min(float(loss), 700.0))
+    return derived
 
 
 def head_kwargs(config):

@@ -23,14 +23,13 @@ context can do. `derived_metrics` turns both losses into perplexities
 number language-model papers quote.
 """
 
-import math
-
 import keras
 import tensorflow as tf
 
 from modeling import registry
 from modeling.layers.common import PACKAGE as _PACKAGE
 from modeling.objectives.base import Objective
+from modeling.objectives.base import perplexities
 from modeling.objectives.base import _Ref
 from modeling.objectives.base import _per_example_cross_entropy
 from modeling.objectives.base import _stat
@@ -129,13 +128,7 @@ class CausalLMObjective(Objective):
         return self.vocab_size
 
     def derived_metrics(self, results):
-        baseline = "%s_baseline_causal_lm" % self.baseline_kind
-        derived = {}
-        for prefix in ("causal_lm", baseline):
-            loss = results.get(prefix + "_loss")
-            if loss is not None:
-                derived[prefix + "_perplexity"] = math.exp(min(float(loss), 700.0))
-        return derived
+        return perplexities(results, "causal_lm", self.baseline_kind)
 
     def get_config(self):
         config = super().get_config()

@@ -23,7 +23,6 @@ relative: any length works).
 
 import copy
 import json
-import os
 
 from data import atomic
 from modeling import config_schema
@@ -224,22 +223,7 @@ class XLNetConfig:
     @classmethod
     def from_json_file(cls, path):
         """Reads an XLNet `config.json` (HF's) or `xlnet_config.json` (zihangdai/xlnet's)."""
-        path = os.fspath(path)
-        if not os.path.isfile(path):
-            raise FileNotFoundError("XLNet config file not found: %s" % path)
-        try:
-            with open(path, encoding="utf-8") as f:
-                values = json.load(f)
-        except RecursionError as e:
-            raise XLNetConfigError("XLNet config file %s is not valid JSON: nested too deeply"
-                                   % path) from e
-        except (OSError, ValueError) as e:
-            raise XLNetConfigError("XLNet config file %s is not valid JSON: %s"
-                                   % (path, e)) from e
-        try:
-            return XLNET_SCHEMA.build(values, cls.from_dict, XLNetConfigError)
-        except (XLNetConfigError, TypeError) as e:
-            raise XLNetConfigError("Invalid XLNet config file %s: %s" % (path, e)) from e
+        return XLNET_SCHEMA.read_file(path, cls.from_dict, XLNetConfigError)
 
     def to_json_file(self, path):
         """Writes the config atomically (a temporary file renamed over `path`)."""
@@ -261,10 +245,4 @@ def load_xlnet_config(path):
         FileNotFoundError: no such file (or no config.json in the folder).
         XLNetConfigError: invalid JSON or values; the message names the file.
     """
-    path = os.fspath(path)
-    if os.path.isdir(path):
-        candidate = os.path.join(path, "config.json")
-        if not os.path.isfile(candidate):
-            raise FileNotFoundError("No config.json in directory %s" % path)
-        path = candidate
-    return XLNetConfig.from_json_file(path)
+    return XLNetConfig.from_json_file(config_schema.config_file_in(path))

@@ -24,14 +24,13 @@ generic unigram baseline applies (what a model that ignores context scores
 on the same targets); `derived_metrics` gives both perplexities.
 """
 
-import math
-
 import keras
 import tensorflow as tf
 
 from modeling import registry
 from modeling.layers.common import PACKAGE as _PACKAGE
 from modeling.objectives.base import Objective
+from modeling.objectives.base import perplexities
 from modeling.objectives.base import _Ref
 from modeling.objectives.base import _per_example_cross_entropy
 from modeling.objectives.base import _stat
@@ -117,13 +116,7 @@ class PermutationLMObjective(Objective):
         return self.vocab_size
 
     def derived_metrics(self, results):
-        baseline = "%s_baseline_permutation_lm" % self.baseline_kind
-        derived = {}
-        for prefix in ("permutation_lm", baseline):
-            loss = results.get(prefix + "_loss")
-            if loss is not None:
-                derived[prefix + "_perplexity"] = math.exp(min(float(loss), 700.0))
-        return derived
+        return perplexities(results, "permutation_lm", self.baseline_kind)
 
     def get_config(self):
         config = super().get_config()
