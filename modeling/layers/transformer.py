@@ -92,7 +92,7 @@ class AttentionSublayer(keras.layers.Layer):
 
     def call(
         self, hidden_states, attention_mask=None, attention_bias=None, training=None,
-        cache=None, return_cache=False,
+        cache=None, return_cache=False, key_value_states=None,
     ):
         inputs = self.layer_norm(hidden_states) if self.norm_first else hidden_states
         outputs = self.attention(
@@ -102,6 +102,7 @@ class AttentionSublayer(keras.layers.Layer):
             training=training,
             cache=cache,
             return_cache=return_cache,
+            key_value_states=key_value_states,
         )
         output = self.dropout(outputs[0], training=training)
         output = output + hidden_states
@@ -325,12 +326,13 @@ class TransformerBlock(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class CrossAttentionSublayer(keras.layers.Layer):
+class CrossAttentionSublayer(AttentionSublayer):
     """`LayerNorm(x + Dropout(Attention(queries=x, keys/values=memory)))`.
 
     A decoder block's middle half: every decoder position reads the
-    encoder's output. Sub-layers: `attention` (`MultiHeadSelfAttention`
-    called with `key_value_states`), `layer_norm`.
+    encoder's output. It is `AttentionSublayer` (same sub-layers `attention`
+    and `layer_norm`, same arguments) with the keys and values taken from
+    `memory` (`MultiHeadSelfAttention`'s `key_value_states`).
 
     Call args:
         hidden_states: `[batch, seq_q, hidden]` (the decoder side).
@@ -343,63 +345,9 @@ class CrossAttentionSublayer(keras.layers.Layer):
         `(output [batch, seq_q, hidden], attention_probs [batch, heads, seq_q, seq_k])`.
     """
 
-    def __init__(
-        self,
-        hidden_size,
-        num_attention_heads,
-        hidden_dropout_prob=0.1,
-        attention_probs_dropout_prob=0.1,
-        initializer_range=0.02,
-        layer_norm_epsilon=LAYER_NORM_EPSILON,
-        **kwargs,
-    ):
-        super().__init__(**kwargs)
-        self.hidden_size = hidden_size
-        self.num_attention_heads = num_attention_heads
-        self.hidden_dropout_prob = hidden_dropout_prob
-        self.attention_probs_dropout_prob = attention_probs_dropout_prob
-        self.initializer_range = initializer_range
-        self.layer_norm_epsilon = layer_norm_epsilon
-        policy = self.dtype_policy
-        self.attention = MultiHeadSelfAttention(
-            hidden_size,
-            num_attention_heads,
-            attention_probs_dropout_prob=attention_probs_dropout_prob,
-            initializer_range=initializer_range,
-            dtype=policy,
-            name="attention",
-        )
-        self.dropout = keras.layers.Dropout(hidden_dropout_prob, dtype=policy, name="dropout")
-        self.layer_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_epsilon, dtype=policy, name="LayerNorm"
-        )
-
-    def build(self, input_shape=None):
-        if self.built:
-            return
-        shape = (None, None, self.hidden_size)
-        self.attention.build(shape)
-        self.layer_norm.build(shape)
-
     def call(self, hidden_states, memory, attention_mask=None, training=None):
-        output, probs = self.attention(
-            hidden_states, attention_mask=attention_mask, training=training,
-            key_value_states=memory,
-        )
-        output = self.dropout(output, training=training) + hidden_states
-        return self.layer_norm(output), probs
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            hidden_size=self.hidden_size,
-            num_attention_heads=self.num_attention_heads,
-            hidden_dropout_prob=self.hidden_dropout_prob,
-            attention_probs_dropout_prob=self.attention_probs_dropout_prob,
-            initializer_range=self.initializer_range,
-            layer_norm_epsilon=self.layer_norm_epsilon,
-        )
-        return config
+        return super().call(hidden_states, attention_mask=attention_mask, training=training,
+                            key_value_states=memory)
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
