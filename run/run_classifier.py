@@ -29,9 +29,21 @@ folder). Single texts become `<s> text <e>`, pairs `<s> a $ b <e>`
 added), multiple choice one `<s> context $ choice <e>` per candidate
 (`modeling.tasks.gpt_classification`).
 
+Multiple-choice tasks work for BERT-style encoders too (BERT, ALBERT,
+XLNet): one ``[CLS] context [SEP] choice [SEP]`` per candidate, one shared
+scoring layer on the pooled outputs, a softmax across the candidates
+(`modeling.tasks.multiple_choice`):
+
+    python run/run_classifier.py --task_name=arct --data_dir=arct_data \
+      --vocab_file=$BERT_BASE_DIR/vocab.txt --bert_config_file=$BERT_BASE_DIR/bert_config.json \
+      --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt --max_seq_length=80 \
+      --do_train --do_eval --output_dir=/tmp/arct
+
 Tasks: `--task_name` = cola, mnli, mnli_mismatched, mrpc, xnli, sst2, qqp,
 stsb (GLUE/XNLI file layouts), multiple_choice (JSON lines
-`{"context": ..., "choices": [...], "label": int}`, `data.processors.choice`), generic (any tsv/csv/jsonl, configured with
+`{"context": ..., "choices": [...], "label": int}`, `data.processors.choice`),
+arct (ARCT's TSV files: claim + reason against two warrants), swag (SWAG's
+CSV files: four endings), generic (any tsv/csv/jsonl, configured with
 `--file_format`, `--text_a_column`, `--text_b_column`, `--label_column`,
 `--has_header`, `--labels`, `--task_type`, ...) or ids (lines of integer ids,
 no tokenizer; `--ids_*` flags); or your own `DataProcessor` subclass in your

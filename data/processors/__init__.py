@@ -10,7 +10,8 @@ one module per concern:
                qqp, stsb)
     generic    GenericProcessor: any tsv/csv/jsonl, configured by arguments
     ids        IdsProcessor: inputs that already are token ids
-    choice     MultipleChoiceProcessor: a context and N candidates (JSON lines)
+    choice     MultipleChoiceProcessor: a context and N candidates (JSON lines),
+               ARCT and SWAG in their own layouts, and their TFRecords
     transformations  GPT's input transformations (start/delimiter/extract
                tokens; one sequence per text, order or candidate) and their
                TFRecords
@@ -37,7 +38,9 @@ from data.processors.features import (classifier_feature_spec, convert_examples_
                                       pad_examples)
 # Google's module-private name, which code written against its module calls.
 from data.processors.features import _truncate_seq_pair  # noqa: F401
-from data.processors.choice import ChoiceExample, MultipleChoiceProcessor
+from data.processors.choice import (ArctProcessor, ChoiceExample, MultipleChoiceProcessor,
+                                    SwagProcessor, convert_choice_example,
+                                    file_based_convert_choice_examples)
 from data.processors.generic import GenericProcessor
 from data.processors.glue import (ColaProcessor, GlueTsvProcessor, MnliMismatchedProcessor,
                                   MnliProcessor, MrpcProcessor, QqpProcessor, Sst2Processor,
@@ -53,7 +56,8 @@ __all__ = [
     "DataProcessor", "GlueTsvProcessor", "XnliProcessor", "MnliProcessor",
     "MnliMismatchedProcessor", "MrpcProcessor", "ColaProcessor", "Sst2Processor",
     "QqpProcessor", "StsbProcessor", "GenericProcessor", "IdsProcessor",
-    "ChoiceExample", "MultipleChoiceProcessor",
+    "ChoiceExample", "MultipleChoiceProcessor", "ArctProcessor", "SwagProcessor",
+    "convert_choice_example", "file_based_convert_choice_examples",
     "PROCESSORS", "register_processor", "load_processor_class", "get_processor_class",
     "convert_single_example", "convert_examples_to_features",
     "file_based_convert_examples_to_features", "file_based_input_fn_builder",

@@ -35,7 +35,7 @@ from data.processors.base import (CLASSIFICATION, MULTI_LABEL, REGRESSION, TASK_
 __all__ = [
     "infer_task_type", "convert_single_example", "convert_examples_to_features",
     "file_based_convert_examples_to_features", "file_based_input_fn_builder",
-    "classifier_feature_spec", "pad_examples",
+    "classifier_feature_spec", "pad_examples", "serialize_features",
 ]
 
 # Google's name for the pair truncation (`data.packing.truncate_seq_pair`).
@@ -183,7 +183,8 @@ def convert_examples_to_features(examples, label_list, max_seq_length, tokenizer
             for i, example in enumerate(examples)]
 
 
-def _serialize(features, task_type):
+def serialize_features(features, task_type):
+    """One `InputFeatures` as a serialized classifier `tf.train.Example`."""
     int_features = {}
     int_features["input_ids"] = features.input_ids
     int_features["input_mask"] = features.input_mask
@@ -223,7 +224,7 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
                 features = convert_single_example(ex_index, example, label_list,
                                                   max_seq_length, tokenizer, task_type,
                                                   pack_fn=pack_fn)
-                writer.write(_serialize(features, task_type))
+                writer.write(serialize_features(features, task_type))
         outputs.commit()
     finally:
         outputs.discard()

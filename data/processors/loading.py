@@ -14,7 +14,7 @@ import sys
 import traceback
 
 from data.processors.base import ProcessorError
-from data.processors.choice import MultipleChoiceProcessor
+from data.processors.choice import ArctProcessor, MultipleChoiceProcessor, SwagProcessor
 from data.processors.generic import GenericProcessor
 from data.processors.glue import (ColaProcessor, MnliMismatchedProcessor, MnliProcessor,
                                   MrpcProcessor, QqpProcessor, Sst2Processor, StsbProcessor,
@@ -35,6 +35,8 @@ PROCESSORS = {
     "generic": GenericProcessor,
     "ids": IdsProcessor,
     "multiple_choice": MultipleChoiceProcessor,
+    "arct": ArctProcessor,
+    "swag": SwagProcessor,
 }
 # GLUE's folder names.
 _ALIASES = {"sst-2": "sst2", "sts-b": "stsb", "mnli-mm": "mnli_mismatched"}

@@ -42,7 +42,7 @@ from data.processors.base import DataError
 from data.processors.base import InputFeatures
 from data.processors.base import PaddingInputExample
 from data.processors.features import _label_value
-from data.processors.features import _serialize
+from data.processors.features import serialize_features
 
 __all__ = ["TRANSFORMATIONS", "SpecialIds", "file_based_convert_gpt_examples",
            "gpt_example_sequences", "num_sequences", "special_ids_after", "transform"]
@@ -194,7 +194,7 @@ def file_based_convert_gpt_examples(examples, label_list, max_seq_length, tokeni
                 features = convert_gpt_example(ex_index, example, label_list, max_seq_length,
                                                tokenizer, special, transformation, task_type,
                                                count)
-                writer.write(_serialize(features, task_type))
+                writer.write(serialize_features(features, task_type))
         outputs.commit()
     finally:
         outputs.discard()

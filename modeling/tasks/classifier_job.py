@@ -14,8 +14,9 @@ exactly what the script runs and the script stays a flag parser.
 
 How examples become model inputs is the model family's fine-tuning input
 format (`modeling.tasks.input_formats`): `PooledInputFormat` here (Google's
-``[CLS] a [SEP] b [SEP]`` and `BertClassifier`) for BERT, ALBERT and every
-family with a pooled output, or the one a family registers (GPT's
+``[CLS] a [SEP] b [SEP]`` and `BertClassifier`; for multiple-choice tasks,
+``[CLS] context [SEP] choice [SEP]`` per candidate and `BertMultipleChoice`)
+for BERT, ALBERT and every family with a pooled output, or the one a family registers (GPT's
 `<s> a $ b <e>` with the auxiliary LM loss, `modeling.tasks.gpt_classification`).
 
 `run(job)`:
@@ -60,6 +61,7 @@ from modeling.serving import export
 from modeling.tasks import FineTuningTask
 from modeling.tasks import classification as classifier_lib
 from modeling.tasks import input_formats
+from modeling.tasks import multiple_choice
 from modeling.tasks.input_formats import ClassifierJobError
 from modeling.training import distribute
 from modeling.training import optimization
@@ -68,7 +70,7 @@ from modeling.training import validation
 from modeling.training import trainer as trainer_lib
 
 __all__ = ["ClassifierJob", "ClassifierJobError", "ClassifierResult", "PooledInputFormat",
-           "build_processor", "run"]
+           "build_processor", "labels_and_metrics", "run"]
 
 
 @dataclasses.dataclass
@@ -297,7 +299,7 @@ def _task_type(processor):
     return task_type
 
 
-def _labels_and_metrics(processor, task_type):
+def labels_and_metrics(processor, task_type):
     """(label_list, num_labels, eval_metrics) of a processor, checked."""
     label_list = processor.get_labels()
     if task_type == processors_lib.REGRESSION:
@@ -362,28 +364,43 @@ class PooledInputFormat(input_formats.InputFormat):
     def tokenizer(self):
         return _tokenizer(self.job, self.config)
 
+    num_choices = None
+
     def prepare(self, processor, task_type, label_list, num_labels):
         if getattr(processor, "is_multiple_choice", False):
-            raise ClassifierJobError(
-                "--model_family=%s: multiple-choice tasks (%s) need a format with one "
-                "sequence per candidate; use --model_family=gpt"
-                % (self.job.model_family, type(processor).__name__))
+            # One [CLS] context [SEP] choice [SEP] per candidate, a softmax across them.
+            self.num_choices = num_labels
+
+    def pack_fn(self, tokenizer):
+        """`example -> (input_ids, input_mask, segment_ids)`, or None for Google's packing."""
+        return None
 
     def write_records(self, examples, path, label_list, task_type, tokenizer):
-        processors_lib.file_based_convert_examples_to_features(
-            examples, label_list, self.job.max_seq_length, tokenizer, path, task_type)
+        if self.num_choices:
+            processors_lib.file_based_convert_choice_examples(
+                examples, label_list, self.job.max_seq_length, tokenizer, path,
+                pack_fn=self.pack_fn(tokenizer))
+        else:
+            processors_lib.file_based_convert_examples_to_features(
+                examples, label_list, self.job.max_seq_length, tokenizer, path, task_type,
+                pack_fn=self.pack_fn(tokenizer))
         return path
 
     def input_fn(self, path, batch_size, is_training, task_type, num_labels):
+        # Multiple choice: the candidates' ids end to end, num_choices * max_seq_length.
         return processors_lib.file_based_input_fn_builder(
-            path, self.job.max_seq_length, is_training=is_training, drop_remainder=True,
-            batch_size=batch_size, task_type=task_type, num_labels=num_labels,
-            seed=self.job.seed)
+            path, self.job.max_seq_length * (self.num_choices or 1), is_training=is_training,
+            drop_remainder=True, batch_size=batch_size, task_type=task_type,
+            num_labels=num_labels, seed=self.job.seed)
 
     def build_model(self, num_labels, task_type):
         encoder_kwargs = {}
         if "layer_norm_epsilon" in self.config.extra:
             encoder_kwargs["layer_norm_epsilon"] = float(self.config.extra["layer_norm_epsilon"])
+        if self.num_choices:
+            return multiple_choice.BertMultipleChoice.from_config_object(
+                self.config, num_choices=self.num_choices, family=self.job.model_family,
+                **encoder_kwargs)
         return classifier_lib.BertClassifier.from_config_object(
             self.config, num_labels=num_labels, task_type=task_type,
             family=self.job.model_family, **encoder_kwargs)
@@ -392,6 +409,10 @@ class PooledInputFormat(input_formats.InputFormat):
         return checkpoints.init_from_checkpoint(model, checkpoint)
 
     def export(self, model, export_dir, output_name):
+        if self.num_choices:
+            raise ClassifierJobError(
+                "--export_dir: a multiple-choice model has no SavedModel export yet (the "
+                "serving signature takes one text or one pair); leave --export_dir unset")
         export.export_text_model(model, export_dir, self.job.vocab_file,
                                  self.job.do_lower_case, self.job.max_seq_length,
                                  output_fn=lambda outputs: {output_name: outputs[output_name]})
@@ -405,7 +426,7 @@ def run(job):
     tokenizer = None
     if getattr(processor, "needs_tokenizer", True):
         tokenizer = input_format.tokenizer()
-    label_list, num_labels, eval_metrics = _labels_and_metrics(processor, task_type)
+    label_list, num_labels, eval_metrics = labels_and_metrics(processor, task_type)
     input_format.prepare(processor, task_type, label_list, num_labels)
     logging.info("Task: %s (%s), labels: %s", type(processor).__name__, task_type, label_list)
 

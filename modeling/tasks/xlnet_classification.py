@@ -17,11 +17,12 @@ the network's `pooled_output`, with `--vocab_file` a SentencePiece model
       --vocab_file=data/sample/xlnet/spiece.model --bert_config_file=/tmp/xlnet/config.json \\
       --init_checkpoint=/tmp/xlnet --do_train --do_eval --output_dir=/tmp/xlnet_cls
 
-Not supported (refused with a one-line error): multiple choice, SavedModel
-export.
+Multiple-choice tasks work as for BERT: ``context <sep> choice <sep> <cls>``
+per candidate, one shared scoring layer, a softmax across the candidates
+(`modeling.tasks.multiple_choice`). Not supported (refused with a one-line
+error): SavedModel export.
 """
 
-from data import processors as processors_lib
 from modeling.tasks import classifier_job
 from modeling.tasks.input_formats import ClassifierJobError
 from modeling.tasks.input_formats import FORMATS
@@ -63,7 +64,7 @@ class XLNetInputFormat(classifier_job.PooledInputFormat):
                    self.config.vocab_size))
         return tokenizer
 
-    def write_records(self, examples, path, label_list, task_type, tokenizer):
+    def pack_fn(self, tokenizer):
         from modeling.xlnet import finetuning  # pylint: disable=g-import-not-at-top
 
         seq = self.job.max_seq_length
@@ -73,9 +74,7 @@ class XLNetInputFormat(classifier_job.PooledInputFormat):
                                                  example.text_b or None, seq)
             return features["input_ids"], features["input_mask"], features["segment_ids"]
 
-        processors_lib.file_based_convert_examples_to_features(
-            examples, label_list, seq, tokenizer, path, task_type, pack_fn=pack)
-        return path
+        return pack
 
 
 FORMATS.register("xlnet", XLNetInputFormat)
