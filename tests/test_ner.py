@@ -200,7 +200,7 @@ def test_labels_go_on_first_word_pieces_and_truncation_cuts_words(tokenizer):
     assert f.label_mask == [0, 1, 1, 0, 1, 0] and f.label_ids == [0, 1, 2, 0, 0, 0]
     assert f.num_words == 3
     predicted = np.array([[0, 1, 2, 2, 0, 0]])
-    assert ner_job._tags_of([sentence], [f], predicted, ["O", "B-PER", "I-PER", "B-LOC"]) == [
+    assert ner_job.tags_of([sentence], [f], predicted, ["O", "B-PER", "I-PER", "B-LOC"]) == [
         ["B-PER", "I-PER", "O", "O", "O"]]
 
 

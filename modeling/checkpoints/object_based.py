@@ -23,7 +23,8 @@ from modeling.checkpoints import targets
 from modeling.checkpoints.report import CheckpointMismatchError
 from modeling.checkpoints.report import LoadReport
 
-__all__ = ["GRAPH_KEY", "OBJECT_BASED", "legacy_block_path", "load_object_based"]
+__all__ = ["GRAPH_KEY", "OBJECT_BASED", "legacy_block_path", "load_object_based",
+           "model_variable_keys"]
 
 OBJECT_BASED = "object_based"
 
@@ -148,6 +149,16 @@ class _ObjectGraph:
             f"{self.path}: cannot find the encoder in the checkpoint (no unique "
             f"'.../{suffix}' variable; candidates: {candidates})."
         )
+
+
+def model_variable_keys(reader, path):
+    """{Keras variable path: checkpoint key} of every model variable of a trainer checkpoint.
+
+    `reader` is `tf.train.load_checkpoint(path)`; the paths are the
+    variables' Keras paths (`bert_classifier/output_weights`), see
+    `_ObjectGraph`.
+    """
+    return _ObjectGraph(reader, path).model_variables()
 
 
 def _encoder_prefix(encoder):

@@ -63,7 +63,7 @@ from modeling.training import run_lock
 from modeling.training import trainer as trainer_lib
 from modeling.training import validation
 
-__all__ = ["NerJob", "NerJobError", "NerResult", "run"]
+__all__ = ["NerJob", "NerJobError", "NerResult", "run", "tags_of"]
 
 NerJobError = ClassifierJobError
 LABEL_LIST_FILE = "label_list.txt"
@@ -210,7 +210,7 @@ def _label_list(job, train_sentences):
         return [line.strip() for line in f if line.strip()]
 
 
-def _tags_of(sentences, features, predicted_ids, label_list):
+def tags_of(sentences, features, predicted_ids, label_list):
     """Per-sentence predicted tags: the prediction at each word's first piece; O past the cut."""
     result = []
     for sentence, feature, row in zip(sentences, features, predicted_ids):
@@ -326,7 +326,7 @@ def _run(job, family, config, tokenizer, strategy):
             results["eval_" + name] = value
         results["loss"] = results["eval_loss"]
         predicted = trainer.predict(eval_fn, ["predicted_ids"], restore=False)["predicted_ids"]
-        tags = _tags_of(dev, dev_features, predicted, label_list)
+        tags = tags_of(dev, dev_features, predicted, label_list)
         scores = seqeval.entity_scores([s.tags for s in dev], tags)
         results.update(_flat_scores(scores, "eval_"))
         if trainer.is_chief:
@@ -341,7 +341,7 @@ def _run(job, family, config, tokenizer, strategy):
     if test is not None:
         predicted = trainer.predict(input_fn("predict.tf_record", job.predict_batch_size, False),
                                     ["predicted_ids"], restore=False)["predicted_ids"]
-        tags = _tags_of(test, test_features, predicted, label_list)
+        tags = tags_of(test, test_features, predicted, label_list)
         path = os.path.join(output_dir, "test_predictions.txt")
         scores = seqeval.entity_scores([s.tags for s in test], tags)
         if trainer.is_chief:

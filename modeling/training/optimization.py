@@ -155,6 +155,22 @@ class LinearWarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
 # ------------------------------------------------------------ shared machinery
 
 
+def _unless_zero_gradient(update_fn):
+    """`update_fn(variable, *slots, gradient, learning_rate)`, skipped when the gradient is all zero."""
+
+    def guarded(variable, *args):
+        gradient = args[-2]
+
+        def apply():
+            update_fn(variable, *args)
+            return tf.constant(True)
+
+        return tf.cond(tf.reduce_any(tf.not_equal(gradient, 0)), apply,
+                       lambda: tf.constant(False))
+
+    return guarded
+
+
 class _BertOptimizer(keras.optimizers.Optimizer):
     """Weight-decay exclusions, global-norm clipping and accumulation.
 
@@ -165,6 +181,13 @@ class _BertOptimizer(keras.optimizers.Optimizer):
     compiled with XLA, which fuses each variable's element-wise update into
     one pass over memory (about 4x faster than one TensorFlow op per term on
     CPU); the arithmetic is the same.
+
+    With `skip_zero_gradients`, a variable whose (accumulated, clipped)
+    gradient is zero everywhere keeps its value and its moments in that
+    update, as PyTorch optimizers skip parameters without a gradient. Multi-task
+    training needs it: a batch of one task gives the other tasks' heads
+    exactly zero gradients, and Adam's momentum and the weight decay would
+    still move them.
     """
 
     def __init__(
@@ -175,6 +198,7 @@ class _BertOptimizer(keras.optimizers.Optimizer):
         clip_norm=None,
         gradient_accumulation_steps=1,
         jit_update=True,
+        skip_zero_gradients=False,
         name=None,
         **kwargs,
     ):
@@ -205,6 +229,7 @@ class _BertOptimizer(keras.optimizers.Optimizer):
         self.clip_norm = clip_norm
         self.accumulation_steps = int(gradient_accumulation_steps)
         self.jit_update = bool(jit_update)
+        self.skip_zero_gradients = bool(skip_zero_gradients)
         with keras.name_scope(self.name, caller=self):
             self._micro_steps = keras.Variable(
                 0,
@@ -401,8 +426,11 @@ class _BertOptimizer(keras.optimizers.Optimizer):
         def apply_update():
             for grad, var, index in zip(final_grads, variables, indices):
                 slots = [_tf_variable(s) for s in self._slots(index)]
+                update_fn = self._update_fn(index)
+                if self.skip_zero_gradients:
+                    update_fn = _unless_zero_gradient(update_fn)
                 strategy.extended.update(
-                    _tf_variable(var), self._update_fn(index),
+                    _tf_variable(var), update_fn,
                     args=(*slots, grad, learning_rate), group=False,
                 )
             return tf.constant(True)
@@ -474,6 +502,7 @@ class _BertOptimizer(keras.optimizers.Optimizer):
             clip_norm=self.clip_norm,
             gradient_accumulation_steps=self.accumulation_steps,
             jit_update=self.jit_update,
+            skip_zero_gradients=self.skip_zero_gradients,
         )
         return config
 
@@ -735,6 +764,7 @@ def create_optimizer(
     beta_2=0.999,
     epsilon=1e-6,
     jit_update=True,
+    skip_zero_gradients=False,
 ):
     """Google's `create_optimizer` for Keras 3: schedule + optimizer.
 
@@ -747,8 +777,8 @@ def create_optimizer(
         weight_decay_rate: decoupled weight decay (Google: 0.01).
         clip_norm: global-norm clipping threshold (Google: 1.0); None = off.
         gradient_accumulation_steps: micro-batches per update.
-        exclude_from_weight_decay, beta_1, beta_2, epsilon, jit_update: see
-            the classes and the module docstring.
+        exclude_from_weight_decay, beta_1, beta_2, epsilon, jit_update,
+            skip_zero_gradients: see the classes and the module docstring.
 
     Returns:
         An `AdamWeightDecay` or `Lamb` whose learning rate is a
@@ -771,4 +801,5 @@ def create_optimizer(
         clip_norm=clip_norm,
         gradient_accumulation_steps=gradient_accumulation_steps,
         jit_update=jit_update,
+        skip_zero_gradients=skip_zero_gradients,
     )
