@@ -228,3 +228,39 @@ def test_run_classifier_fine_tunes_a_real_encoder_on_held_out_words(tmp_path, mi
     print(result.eval_results)
     assert result.eval_results["global_step"] == 60
     assert result.eval_results["eval_accuracy"] >= 0.75, result.eval_results
+
+
+def test_xlnet_scores_each_candidate_in_its_own_packing(tmp_path):
+    """--model_family=xlnet: records hold `context <sep> choice <sep> <cls>` (left padded)
+    per candidate end to end; the model's probabilities run across the candidates."""
+    from data.tokenizers.sentencepiece import SentencePieceTokenizer
+    from modeling.xlnet import XLNetConfig
+    from modeling.xlnet import finetuning
+
+    spiece = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                          "data", "sample", "xlnet", "spiece.model")
+    tokenizer = SentencePieceTokenizer(spiece)
+    XLNetConfig(vocab_size=tokenizer.vocab_size(), d_model=16, n_layer=1, n_head=2,
+                d_inner=32).to_json_file(str(tmp_path / "config.json"))
+    data = tmp_path / "mc"
+    data.mkdir()
+    rows = [{"context": "The baker opens the shop.", "choices": ["He sells bread.",
+                                                                 "It rains fish."],
+             "label": i % 2} for i in range(8)]
+    for name in ("train", "dev", "test"):
+        write(data / ("%s.jsonl" % name), "".join(json.dumps(r) + "\n" for r in rows))
+    result = classifier_job.run(classifier_job.ClassifierJob(
+        model_family="xlnet", task_name="multiple_choice", data_dir=str(data),
+        bert_config_file=str(tmp_path / "config.json"), vocab_file=spiece,
+        output_dir=str(tmp_path / "out"), max_seq_length=16, do_train=True,
+        do_predict=True, train_batch_size=4, predict_batch_size=4, num_train_epochs=1.0,
+        seed=1))
+    assert result.test_predictions.shape == (8, 2)
+    np.testing.assert_allclose(result.test_predictions.sum(axis=1), 1.0, rtol=1e-5)
+    record = next(iter(tf.data.TFRecordDataset(str(tmp_path / "out" / "predict.tf_record"))))
+    ids = tf.train.Example.FromString(record.numpy()).features.feature["input_ids"].int64_list
+    expected = []
+    for choice in rows[0]["choices"]:
+        expected += list(finetuning.pack_text_pair(tokenizer, rows[0]["context"], choice,
+                                                   16)["input_ids"])
+    assert list(ids.value) == expected
