@@ -34,6 +34,7 @@ from modeling.recipes.pipelines.base import PipelineOptions
 from modeling.training import distribute
 from modeling.training import optimization
 from modeling.training import run_lock
+from modeling.training import settings
 from modeling.training import validation
 from modeling.training import trainer as trainer_lib
 
@@ -58,7 +59,7 @@ BASELINE_TRAIN_EXAMPLES = 20000
 
 
 @dataclasses.dataclass
-class PretrainingJob:
+class PretrainingJob(settings.TrainerSettings):
     """Everything a pre-training run needs (see `run/run_pretraining.py`)."""
 
     output_dir: Optional[str] = None
@@ -81,20 +82,7 @@ class PretrainingJob:
     num_warmup_steps: int = 10000
     save_checkpoints_steps: int = 1000
     max_eval_steps: int = 100
-    distribution_strategy: str = "one_device"
-    tpu: Optional[str] = None
-    num_gpus: Optional[int] = None
-    all_reduce_alg: Optional[str] = None
-    use_xla: bool = False
-    xla_optimizer_update: bool = True
-    mixed_precision: Optional[str] = None
-    optimizer: str = "adamw"
-    gradient_accumulation_steps: int = 1
-    keep_checkpoint_max: int = 5
-    log_steps: int = 100
-    steps_per_loop: int = 1
     seed: Optional[int] = None
-    nan_policy: str = "stop"
     # Training batches from a tf.data service (data.input_pipeline.data_service_input_fn).
     data_service_address: Optional[str] = None
     data_service_job_name: Optional[str] = None
@@ -131,8 +119,7 @@ def _load_config(recipe, job, pipeline):
 
 
 def _strategy(job):
-    strategy = distribute.get_strategy(job.distribution_strategy, job.num_gpus, job.tpu,
-                                       job.all_reduce_alg)
+    strategy = job.get_strategy()
     logging.info("Strategy: %s with %d replica(s)", type(strategy).__name__,
                  strategy.num_replicas_in_sync)
     return strategy
@@ -270,16 +257,11 @@ def _run_in_output_dir(job, recipe, pipeline, config, strategy):
             # are in the checkpoint) but never steps it.
             job.learning_rate, job.num_train_steps if job.do_train else max(
                 1, job.num_train_steps), job.num_warmup_steps,
-            optimizer_type=job.optimizer,
-            gradient_accumulation_steps=job.gradient_accumulation_steps,
-            jit_update=job.xla_optimizer_update),
+            **job.optimizer_options()),
         model_dir=output_dir, train_batch_size=job.train_batch_size,
         num_train_steps=job.num_train_steps,
-        save_checkpoints_steps=job.save_checkpoints_steps,
-        keep_checkpoint_max=job.keep_checkpoint_max, log_steps=job.log_steps,
-        gradient_accumulation_steps=job.gradient_accumulation_steps,
-        use_xla=job.use_xla, init_fn=init_fn, nan_policy=job.nan_policy,
-        steps_per_loop=job.steps_per_loop)
+        save_checkpoints_steps=job.save_checkpoints_steps, init_fn=init_fn,
+        **job.trainer_options())
 
     if job.do_train:
         train_input_fn = pipeline.input_fn(train_inputs, True, job.train_batch_size)

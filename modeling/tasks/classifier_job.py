@@ -66,6 +66,7 @@ from modeling.tasks.input_formats import ClassifierJobError
 from modeling.training import distribute
 from modeling.training import optimization
 from modeling.training import run_lock
+from modeling.training import settings
 from modeling.training import validation
 from modeling.training import trainer as trainer_lib
 
@@ -74,7 +75,7 @@ __all__ = ["ClassifierJob", "ClassifierJobError", "ClassifierResult", "PooledInp
 
 
 @dataclasses.dataclass
-class ClassifierJob:
+class ClassifierJob(settings.TrainerSettings):
     """Everything a fine-tuning run needs; the fields are `run_classifier.py`'s flags.
 
     `processor` is a ``path/to/my_task.py:MyProcessor`` spec (as the flag),
@@ -136,20 +137,6 @@ class ClassifierJob:
     merges_file: Optional[str] = None
     input_transformation: str = "auto"
     lm_loss_weight: Optional[float] = None
-    # The trainer (`run/common_flags.define_trainer_flags`).
-    distribution_strategy: str = "one_device"
-    tpu: Optional[str] = None
-    num_gpus: Optional[int] = None
-    all_reduce_alg: Optional[str] = None
-    use_xla: bool = False
-    xla_optimizer_update: bool = True
-    mixed_precision: Optional[str] = None
-    optimizer: str = "adamw"
-    gradient_accumulation_steps: int = 1
-    keep_checkpoint_max: int = 5
-    log_steps: int = 100
-    steps_per_loop: int = 1
-    nan_policy: str = "stop"
     # Training batches from a tf.data service (data.input_pipeline.data_service_input_fn).
     data_service_address: Optional[str] = None
     data_service_job_name: Optional[str] = None
@@ -434,8 +421,7 @@ def run(job):
         keras.utils.set_random_seed(job.seed)
     if job.mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_" + job.mixed_precision)
-    strategy = distribute.get_strategy(job.distribution_strategy, job.num_gpus,
-                                       job.tpu, job.all_reduce_alg)
+    strategy = job.get_strategy()
     logging.info("Strategy: %s with %d replica(s)", type(strategy).__name__,
                  strategy.num_replicas_in_sync)
     # One run per output directory; what a killed run left is swept.
@@ -508,15 +494,10 @@ def _run_in_output_dir(job, input_format, processor, task_type, tokenizer, label
         strategy, model_fn=model_fn,
         optimizer_fn=lambda: optimization.create_optimizer(
             job.learning_rate, max(1, num_train_steps), num_warmup_steps,
-            optimizer_type=job.optimizer,
-            gradient_accumulation_steps=job.gradient_accumulation_steps,
-            jit_update=job.xla_optimizer_update),
+            **job.optimizer_options()),
         model_dir=output_dir, train_batch_size=job.train_batch_size,
         num_train_steps=num_train_steps, save_checkpoints_steps=job.save_checkpoints_steps,
-        keep_checkpoint_max=job.keep_checkpoint_max, log_steps=job.log_steps,
-        gradient_accumulation_steps=job.gradient_accumulation_steps,
-        use_xla=job.use_xla, init_fn=init_fn, nan_policy=job.nan_policy,
-        steps_per_loop=job.steps_per_loop)
+        init_fn=init_fn, **job.trainer_options())
 
     def input_fn(path, batch_size, is_training):
         # Eval and predict sets are padded to whole batches: every batch is

@@ -69,6 +69,7 @@ from modeling.tasks import seqeval
 from modeling.training import distribute
 from modeling.training import optimization
 from modeling.training import run_lock
+from modeling.training import settings
 from modeling.training import trainer as trainer_lib
 from modeling.training import validation
 
@@ -99,7 +100,7 @@ SPAN_QA_PROCESSORS = ("squad",)
 
 
 @dataclasses.dataclass
-class MultitaskJob:
+class MultitaskJob(settings.TrainerSettings):
     """Everything a multi-task run needs; the fields are `run_multitask.py`'s flags."""
 
     task_list_file: Optional[str] = None
@@ -122,20 +123,6 @@ class MultitaskJob:
     save_checkpoints_steps: int = 1000
     # p_t ~ n_t^(1/T): 1 proportional to task size, large values near uniform.
     sampling_temperature: float = 1.0
-    # The trainer (`run/common_flags.define_trainer_flags`).
-    distribution_strategy: str = "one_device"
-    tpu: Optional[str] = None
-    num_gpus: Optional[int] = None
-    all_reduce_alg: Optional[str] = None
-    use_xla: bool = False
-    xla_optimizer_update: bool = True
-    mixed_precision: Optional[str] = None
-    optimizer: str = "adamw"
-    gradient_accumulation_steps: int = 1
-    keep_checkpoint_max: int = 5
-    log_steps: int = 100
-    steps_per_loop: int = 1
-    nan_policy: str = "stop"
     seed: Optional[int] = None
 
 
@@ -493,9 +480,7 @@ def create_optimizer(job, num_train_steps, num_warmup_steps):
     """
     return optimization.create_optimizer(
         job.learning_rate, max(1, num_train_steps), num_warmup_steps,
-        optimizer_type=job.optimizer,
-        gradient_accumulation_steps=job.gradient_accumulation_steps,
-        jit_update=job.xla_optimizer_update, skip_zero_gradients=True)
+        **job.optimizer_options(), skip_zero_gradients=True)
 
 
 # ------------------------------------------------------------------- input
@@ -549,8 +534,7 @@ def run(job):
         keras.utils.set_random_seed(job.seed)
     if job.mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_" + job.mixed_precision)
-    strategy = distribute.get_strategy(job.distribution_strategy, job.num_gpus,
-                                       job.tpu, job.all_reduce_alg)
+    strategy = job.get_strategy()
     with (run_lock.OutputDirLock(job.output_dir) if distribute.is_chief(strategy)
           else contextlib.nullcontext()):
         tf.io.gfile.makedirs(job.output_dir)
@@ -601,10 +585,7 @@ def _run(job, family, config, tasks, strategy):
         optimizer_fn=lambda: create_optimizer(job, num_train_steps, num_warmup_steps),
         model_dir=output_dir, train_batch_size=job.train_batch_size,
         num_train_steps=num_train_steps, save_checkpoints_steps=job.save_checkpoints_steps,
-        keep_checkpoint_max=job.keep_checkpoint_max, log_steps=job.log_steps,
-        gradient_accumulation_steps=job.gradient_accumulation_steps,
-        use_xla=job.use_xla, init_fn=init_fn, nan_policy=job.nan_policy,
-        steps_per_loop=job.steps_per_loop)
+        init_fn=init_fn, **job.trainer_options())
 
     if job.do_train:
         trainer.train(train_input_fn(tasks, probabilities, seq, job.train_batch_size,

@@ -63,6 +63,7 @@ from modeling.tasks.input_formats import ClassifierJobError
 from modeling.training import distribute
 from modeling.training import optimization
 from modeling.training import run_lock
+from modeling.training import settings
 from modeling.training import trainer as trainer_lib
 from modeling.training import validation
 
@@ -74,7 +75,7 @@ _LABEL_KIND = {"in_batch": "none", "softmax": "class", "cosine": "float"}
 
 
 @dataclasses.dataclass
-class SiameseJob:
+class SiameseJob(settings.TrainerSettings):
     """Everything a bi-encoder run needs; the fields are `run_siamese.py`'s flags."""
 
     model_family: str = "bert"
@@ -99,20 +100,6 @@ class SiameseJob:
     similarity: str = "cosine"
     loss: str = "in_batch"
     scale: float = siamese.DEFAULT_SCALE
-    # The trainer (`run/common_flags.define_trainer_flags`).
-    distribution_strategy: str = "one_device"
-    tpu: Optional[str] = None
-    num_gpus: Optional[int] = None
-    all_reduce_alg: Optional[str] = None
-    use_xla: bool = False
-    xla_optimizer_update: bool = True
-    mixed_precision: Optional[str] = None
-    optimizer: str = "adamw"
-    gradient_accumulation_steps: int = 1
-    keep_checkpoint_max: int = 5
-    log_steps: int = 100
-    steps_per_loop: int = 1
-    nan_policy: str = "stop"
     seed: Optional[int] = None
 
 
@@ -251,8 +238,7 @@ def run(job):
         keras.utils.set_random_seed(job.seed)
     if job.mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_" + job.mixed_precision)
-    strategy = distribute.get_strategy(job.distribution_strategy, job.num_gpus,
-                                       job.tpu, job.all_reduce_alg)
+    strategy = job.get_strategy()
     with (run_lock.OutputDirLock(job.output_dir) if distribute.is_chief(strategy)
           else contextlib.nullcontext()):
         try:
@@ -301,15 +287,10 @@ def _run(job, family, config, tokenizer, strategy):
         strategy, model_fn=model_fn,
         optimizer_fn=lambda: optimization.create_optimizer(
             job.learning_rate, max(1, num_train_steps), num_warmup_steps,
-            optimizer_type=job.optimizer,
-            gradient_accumulation_steps=job.gradient_accumulation_steps,
-            jit_update=job.xla_optimizer_update),
+            **job.optimizer_options()),
         model_dir=output_dir, train_batch_size=job.train_batch_size,
         num_train_steps=num_train_steps, save_checkpoints_steps=job.save_checkpoints_steps,
-        keep_checkpoint_max=job.keep_checkpoint_max, log_steps=job.log_steps,
-        gradient_accumulation_steps=job.gradient_accumulation_steps,
-        use_xla=job.use_xla, init_fn=init_fn, nan_policy=job.nan_policy,
-        steps_per_loop=job.steps_per_loop)
+        init_fn=init_fn, **job.trainer_options())
 
     def input_fn(name, batch_size, is_training):
         return pairs.pair_input_fn_builder(os.path.join(output_dir, name), job.max_seq_length,

@@ -50,6 +50,7 @@ from modeling.tasks.input_formats import ClassifierJobError
 from modeling.training import distribute
 from modeling.training import optimization
 from modeling.training import run_lock
+from modeling.training import settings
 from modeling.training import trainer as trainer_lib
 from modeling.training import validation
 
@@ -59,7 +60,7 @@ SquadJobError = ClassifierJobError
 
 
 @dataclasses.dataclass
-class SquadJob:
+class SquadJob(settings.TrainerSettings):
     """Everything a SQuAD run needs; the fields are `run_squad.py`'s flags."""
 
     model_family: str = "bert"
@@ -86,20 +87,6 @@ class SquadJob:
     max_answer_length: int = 30
     version_2_with_negative: bool = False
     null_score_diff_threshold: float = 0.0
-    # The trainer (`run/common_flags.define_trainer_flags`).
-    distribution_strategy: str = "one_device"
-    tpu: Optional[str] = None
-    num_gpus: Optional[int] = None
-    all_reduce_alg: Optional[str] = None
-    use_xla: bool = False
-    xla_optimizer_update: bool = True
-    mixed_precision: Optional[str] = None
-    optimizer: str = "adamw"
-    gradient_accumulation_steps: int = 1
-    keep_checkpoint_max: int = 5
-    log_steps: int = 100
-    steps_per_loop: int = 1
-    nan_policy: str = "stop"
     seed: Optional[int] = None
 
 
@@ -205,8 +192,7 @@ def run(job):
         keras.utils.set_random_seed(job.seed)
     if job.mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_" + job.mixed_precision)
-    strategy = distribute.get_strategy(job.distribution_strategy, job.num_gpus,
-                                       job.tpu, job.all_reduce_alg)
+    strategy = job.get_strategy()
     with (run_lock.OutputDirLock(job.output_dir) if distribute.is_chief(strategy)
           else contextlib.nullcontext()):
         return _run(job, config, family, tokenizer, strategy, train_examples,
@@ -260,15 +246,10 @@ def _run(job, config, family, tokenizer, strategy, train_examples, predict_examp
         strategy, model_fn=model_fn,
         optimizer_fn=lambda: optimization.create_optimizer(
             job.learning_rate, max(1, num_train_steps), num_warmup_steps,
-            optimizer_type=job.optimizer,
-            gradient_accumulation_steps=job.gradient_accumulation_steps,
-            jit_update=job.xla_optimizer_update),
+            **job.optimizer_options()),
         model_dir=output_dir, train_batch_size=job.train_batch_size,
         num_train_steps=num_train_steps, save_checkpoints_steps=job.save_checkpoints_steps,
-        keep_checkpoint_max=job.keep_checkpoint_max, log_steps=job.log_steps,
-        gradient_accumulation_steps=job.gradient_accumulation_steps,
-        use_xla=job.use_xla, init_fn=init_fn, nan_policy=job.nan_policy,
-        steps_per_loop=job.steps_per_loop)
+        init_fn=init_fn, **job.trainer_options())
 
     if train_examples is not None:
         trainer.train(squad.input_fn_builder(train_record, job.max_seq_length, True,

@@ -156,7 +156,7 @@ class LinearWarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
 
 
 def _unless_zero_gradient(update_fn):
-    """`update_fn(variable, *slots, gradient, learning_rate)`, skipped when the gradient is all zero."""
+    """`update_fn(variable, *slots, gradient, learning_rate)`, skipped for an all-zero gradient."""
 
     def guarded(variable, *args):
         gradient = args[-2]

@@ -1,0 +1,62 @@
+"""`TrainerSettings`: the trainer's settings, shared by every job dataclass.
+
+Each training script defines the same trainer flags
+(`run/common_flags.define_trainer_flags`) and each library job
+(`ClassifierJob`, `NerJob`, `SquadJob`, `PretrainingJob`, ...) holds them as
+fields of the same names; the jobs subclass this dataclass instead of
+repeating them, and turn them into the strategy, the trainer's and the
+optimizer's arguments here:
+
+    @dataclasses.dataclass
+    class MyJob(TrainerSettings):
+        data_dir: Optional[str] = None
+        ...
+
+    strategy = job.get_strategy()
+    optimizer = optimization.create_optimizer(lr, steps, warmup, **job.optimizer_options())
+    trainer = Trainer(strategy, ..., **job.trainer_options())
+"""
+
+import dataclasses
+from typing import Optional
+
+from modeling.training import distribute
+
+__all__ = ["TrainerSettings"]
+
+
+@dataclasses.dataclass
+class TrainerSettings:
+    """The fields of `define_trainer_flags` (the same names and defaults)."""
+
+    distribution_strategy: str = "one_device"
+    tpu: Optional[str] = None
+    num_gpus: Optional[int] = None
+    all_reduce_alg: Optional[str] = None
+    use_xla: bool = False
+    xla_optimizer_update: bool = True
+    mixed_precision: Optional[str] = None
+    optimizer: str = "adamw"
+    gradient_accumulation_steps: int = 1
+    keep_checkpoint_max: int = 5
+    log_steps: int = 100
+    steps_per_loop: int = 1
+    nan_policy: str = "stop"
+
+    def get_strategy(self):
+        """The `tf.distribute` strategy of `distribution_strategy` and its options."""
+        return distribute.get_strategy(self.distribution_strategy, self.num_gpus, self.tpu,
+                                       self.all_reduce_alg)
+
+    def optimizer_options(self):
+        """Keyword arguments of `optimization.create_optimizer` from these settings."""
+        return {"optimizer_type": self.optimizer,
+                "gradient_accumulation_steps": self.gradient_accumulation_steps,
+                "jit_update": self.xla_optimizer_update}
+
+    def trainer_options(self):
+        """Keyword arguments of `trainer.Trainer` from these settings."""
+        return {"keep_checkpoint_max": self.keep_checkpoint_max, "log_steps": self.log_steps,
+                "gradient_accumulation_steps": self.gradient_accumulation_steps,
+                "use_xla": self.use_xla, "nan_policy": self.nan_policy,
+                "steps_per_loop": self.steps_per_loop}
