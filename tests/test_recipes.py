@@ -5,10 +5,13 @@ The learning test runs every preset recipe through the library call that
 the bundled corpus is split by documents (every tenth held out), the recipe's
 pipeline makes its inputs from each part, the family's demo model trains on
 one part and is evaluated on the other, and every objective's context-free
-baseline is scored on the same held-out batches. The step budget (1500 steps
-of 32 sequences of 32 tokens, learning rate 1e-3) is the same for every
-recipe and was fixed before the recipes were run; a recipe that needs more
-fails this test rather than getting a budget of its own.
+baseline is scored on the same held-out batches. The step budget (steps of
+32 sequences of 32 tokens, learning rate 1e-3) is the same for every recipe;
+a recipe that needs more fails this test rather than getting a budget of its
+own. It was 1,500 steps, fixed before the recipes were run; for the suite's
+time it is now 1,000, after a run at 1,000 steps measured every recipe's
+margin below its baseline (albert 0.53, bert 0.67, bert_wwm 0.70, roberta
+0.59, spanbert 0.64 nats; the bar stays 0.3).
 
 The causal-LM recipes (GPT-2, GPT) and those of the families added later (UNILM, MASS,
 XLNet) are tested the same way in their own modules, each with a smaller
@@ -27,7 +30,7 @@ from modeling import registry
 from modeling.albert import AlbertConfig
 from modeling.recipes import pretraining
 
-STEPS = 1500
+STEPS = 1000
 
 # The presets this module trains; every other preset names the test module
 # that trains it on held-out text.
