@@ -188,9 +188,28 @@ def data_prep_table():
         _machine_line(record))
 
 
+def matching_table():
+    records = _records("bench_matching")
+    if not records:
+        return None
+    if REPO not in sys.path:
+        sys.path.insert(0, REPO)
+    from benchmarks import bench_matching  # pylint: disable=import-outside-toplevel
+
+    record = records[-1]
+    load = record.get("load")
+    note = ""
+    if load:
+        note = " Load average during the run: %s (the machine was shared)." % (
+            " / ".join("%.2f" % v for v in (load if isinstance(load, list) else [load])))
+    return bench_matching.markdown_table(record) + "\n\n" + note.strip() + (
+        " " if note else "") + _machine_line(record)
+
+
 TABLES = collections.OrderedDict([
     ("training", training_table), ("inference", inference_table),
-    ("tokenization", tokenization_table), ("data_prep", data_prep_table)])
+    ("tokenization", tokenization_table), ("data_prep", data_prep_table),
+    ("matching", matching_table)])
 
 
 def render():
