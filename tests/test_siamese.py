@@ -86,10 +86,15 @@ def _pair_batch(rows_a, rows_b, length=8):
     return feats
 
 
-@pytest.mark.parametrize("similarity", ["cosine", "dot"])
-def test_score_equals_similarity_of_vectors_computed_on_each_text_alone(similarity):
+@pytest.mark.parametrize("similarity,family", [("cosine", "bert"), ("dot", "bert"),
+                                               ("cosine", "albert")])
+def test_score_equals_similarity_of_vectors_computed_on_each_text_alone(similarity, family):
     keras.utils.set_random_seed(1)
-    model = siamese.BiEncoder.from_config_object(_tiny_config(), pooling="mean",
+    config = _tiny_config()
+    if family == "albert":
+        from modeling.albert import AlbertConfig  # pylint: disable=import-outside-toplevel
+        config = AlbertConfig.from_dict(dict(config.to_dict(), embedding_size=8))
+    model = siamese.BiEncoder.from_config_object(config, family=family, pooling="mean",
                                                  similarity=similarity)
     rows_a = [[2, 5, 7, 3], [2, 8, 10, 6, 3], [2, 9, 3]]
     rows_b = [[2, 6, 7, 3], [2, 5, 3], [2, 11, 10, 8, 7, 3]]
