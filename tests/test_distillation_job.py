@@ -218,6 +218,8 @@ def test_bad_settings_are_one_line_errors(task, tmp_path):
     root, _ = task
     with pytest.raises(DistillationError, match="--style=nope: expected one of"):
         distillation_job.run(_job(root, style="nope", output_dir=str(tmp_path)))
+    with pytest.raises(DistillationError, match="--model_family=gpt2: distillation needs"):
+        distillation_job.run(_job(root, model_family="gpt2", output_dir=str(tmp_path)))
     with pytest.raises(DistillationError, match="only --alpha=0 .* makes sense"):
         distillation_job.run(_job(root, teacher_checkpoints=None, output_dir=str(tmp_path)))
     with pytest.raises(DistillationError, match="--teacher_config_file=.*nope.json: no such"):

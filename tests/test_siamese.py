@@ -339,6 +339,8 @@ def test_bad_lines_and_flags_are_one_line_errors(job_files):
         siamese_job.run(_job(job_files, job_files / "o3", pooling="sum", do_train=True))
     with pytest.raises(siamese_job.SiameseJobError, match="train_batch_size of at least 2"):
         siamese_job.run(_job(job_files, job_files / "o4", train_batch_size=1, do_train=True))
+    with pytest.raises(siamese_job.SiameseJobError, match="--model_family=gpt2: the bi-encoder"):
+        siamese_job.run(_job(job_files, job_files / "o5", model_family="gpt2", do_train=True))
     with pytest.raises(pairs.DataError, match=r"q\.tsv:2: id 'x' already used on line 1"):
         (job_files / "q.tsv").write_text("x\tfirst\nx\tsecond\n")
         pairs.read_questions(str(job_files / "q.tsv"))

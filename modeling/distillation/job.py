@@ -199,6 +199,10 @@ def _check_job(job):
         family = registry.families.get(job.model_family)
     except registry.RegistryError as e:
         raise DistillationError("--model_family: %s" % e) from None
+    if not family.has_pooler:
+        raise DistillationError("--model_family=%s: distillation needs a BERT-style encoder "
+                                "family with a pooled output (e.g. bert, albert)"
+                                % job.model_family)
     checkpoints_ = _list(job.teacher_checkpoints)
     config_files = _list(job.teacher_config_file)
     baseline = job.style == "mtdnn" and not checkpoints_

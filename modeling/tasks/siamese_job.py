@@ -165,6 +165,9 @@ def _check_job(job):
         family = registry.families.get(job.model_family)
     except registry.RegistryError as e:
         raise SiameseJobError("--model_family: %s" % e) from e
+    if not family.has_pooler:
+        raise SiameseJobError("--model_family=%s: the bi-encoder packs [CLS] text [SEP] for a "
+                              "BERT-style encoder family (e.g. bert, albert)" % job.model_family)
     if not os.path.exists(job.bert_config_file):
         raise SiameseJobError("--bert_config_file=%s: no such file" % job.bert_config_file)
     config = family.load_config(job.bert_config_file)
