@@ -3,7 +3,15 @@
 A family or objective registered under `modeling/` without a case in
 `tests/harness.py`'s runs (`test_encoders.py`, `test_<family>_harness.py`) makes
 this test fail, so the harness's checks cannot be skipped by forgetting them.
+
+The harness drives Transformer encoders (`[batch, seq]` token ids, attention
+maps, an embedding table). A family outside that contract names the module
+that tests it instead (`OWN_CHECKS`): ELMo reads characters of words and
+has no attention; `tests/test_elmo.py` checks its directions by perturbation,
+its character CNN and its objective against NumPy.
 """
+
+import os
 
 import test_encoders
 import test_gpt_harness
@@ -12,6 +20,9 @@ import test_mass_harness
 import test_xlnet_harness
 
 from modeling import registry
+
+# family or objective -> the test module that checks it instead of the harness.
+OWN_CHECKS = {"elmo": "test_elmo.py", "bidirectional_lm": "test_elmo.py"}
 
 
 def _built_in(table):
@@ -34,7 +45,13 @@ def test_every_family_and_objective_has_a_harness_case():
                        + test_gpt_harness.OBJECTIVE_CASES
                        + test_mass_harness.OBJECTIVE_CASES
                        + test_xlnet_harness.OBJECTIVE_CASES]
+    tests_dir = os.path.dirname(os.path.abspath(__file__))
+    for name, module in OWN_CHECKS.items():
+        text = open(os.path.join(tests_dir, module), encoding="utf-8").read()
+        assert name in text, (name, module)
     for family in _built_in(registry.families):
-        assert any(name.startswith(family) for name in encoder_cases), family
+        assert family in OWN_CHECKS or any(name.startswith(family) for name in encoder_cases), \
+            family
     for objective in _built_in(registry.objectives):
-        assert any(name.split("/")[0] == objective for name in objective_cases), objective
+        assert objective in OWN_CHECKS or any(name.split("/")[0] == objective
+                                              for name in objective_cases), objective

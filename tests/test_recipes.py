@@ -35,7 +35,8 @@ STEPS = 1000
 # The presets this module trains; every other preset names the test module
 # that trains it on held-out text.
 LEARNING_TESTED_HERE = ("albert", "bert", "bert_wwm", "roberta", "spanbert")
-LEARNING_TESTED_ELSEWHERE = {"gpt": "test_gpt_recipe.py", "gpt2": "test_gpt2_recipe.py",
+LEARNING_TESTED_ELSEWHERE = {"elmo": "test_elmo_recipe.py",
+                             "gpt": "test_gpt_recipe.py", "gpt2": "test_gpt2_recipe.py",
                              "mass": "test_mass.py", "unilm": "test_unilm.py",
                              "unilm_seq2seq": "test_unilm.py",
                              "xlnet": "test_xlnet_pretraining.py"}
