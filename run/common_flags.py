@@ -35,6 +35,31 @@ def define_trainer_flags(optimizer=True):
         flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer.")
         flags.DEFINE_integer("gradient_accumulation_steps", 1,
                              "Micro-batches of the training batch size per optimizer update.")
+        # ULMFiT's fine-tuning techniques (modeling/training/finetuning_techniques.py).
+        flags.DEFINE_enum("lr_schedule", "linear", ["linear", "stlr"],
+                          "linear: Google's warm-up then linear decay to 0; stlr: ULMFiT's "
+                          "slanted triangular rate (a rise over the first --stlr_cut_frac of "
+                          "the updates, then a fall to learning_rate/--stlr_ratio; "
+                          "--warmup_proportion/--num_warmup_steps are then not used).")
+        flags.DEFINE_float("stlr_cut_frac", 0.1,
+                           "With --lr_schedule=stlr: fraction of the updates spent rising.")
+        flags.DEFINE_float("stlr_ratio", 32.0,
+                           "With --lr_schedule=stlr: how much smaller the lowest rate is than "
+                           "--learning_rate.", lower_bound=1.0)
+        flags.DEFINE_float("layer_lr_decay", 1.0,
+                           "Discriminative learning rates (ULMFiT: 2.6): each layer group "
+                           "trains at the rate of the group above divided by this; groups "
+                           "from the top: task head and pooler, the layers top down, the "
+                           "embeddings. 1 = one rate for all.")
+        flags.DEFINE_integer("unfreeze_steps", 0,
+                             "Gradual unfreezing (ULMFiT): only the top layer group (task "
+                             "head, pooler) trains for the first N updates, then one more "
+                             "group below joins every N updates (the paper: N = one epoch). "
+                             "0 = everything trains from the start.", lower_bound=0)
+        flags.register_validator("layer_lr_decay", lambda v: v is not None and v > 0,
+                                 message="--layer_lr_decay must be > 0 (ULMFiT: 2.6).")
+        flags.register_validator("stlr_cut_frac", lambda v: v is not None and 0 < v < 1,
+                                 message="--stlr_cut_frac must be in (0, 1) (ULMFiT: 0.1).")
     flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints to keep.")
     flags.DEFINE_enum("nan_policy", "stop", ["stop", "skip"],
                       "When the loss or its gradient becomes NaN or infinite: stop (with "

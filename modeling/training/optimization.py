@@ -17,6 +17,14 @@ What is here, and how it matches google-research/bert's `optimization.py`:
   moments, the same decay and exclusions, and trust ratio `||w|| / ||u||`
   (1 when either norm is 0); excluded variables get neither decay nor the
   trust ratio (as tf-models does).
+* `SlantedTriangular`: ULMFiT's slanted triangular rate (Howard & Ruder
+  2018): `cut = floor(T * cut_frac)`, `p = t / cut` while `t < cut`, else
+  `1 - (t - cut) / (cut * (1 / cut_frac - 1))`, and
+  `lr = peak * (1 + p * (ratio - 1)) / ratio`.
+* Per-variable learning-rate factors (`learning_rate_multipliers` of both
+  optimizers): a dict `{regex: factor}` or a callable (ULMFiT's
+  discriminative rates and gradual unfreezing,
+  `finetuning_techniques.LayerwiseLearningRates`); factor 0 freezes.
 * `create_optimizer(...)`: the schedule plus either optimizer, with gradient
   clipping and optional gradient accumulation.
 
@@ -93,12 +101,17 @@ import re
 import keras
 import tensorflow as tf
 
+from modeling.training import finetuning_techniques
+
 __all__ = [
     "AdamWeightDecay",
     "Lamb",
     "LinearWarmupLinearDecay",
+    "SlantedTriangular",
     "create_optimizer",
 ]
+
+LR_SCHEDULES = ("linear", "stlr")
 
 _PACKAGE = "bert_family"
 DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
@@ -152,6 +165,72 @@ class LinearWarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         }
 
 
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class SlantedTriangular(keras.optimizers.schedules.LearningRateSchedule):
+    """ULMFiT's slanted triangular learning rate (Howard & Ruder 2018, eq. 3).
+
+        cut  = floor(T * cut_frac)                    (at least 1)
+        p    = t / cut                                 if t < cut
+             = 1 - (t - cut) / (cut * (1/cut_frac - 1))  otherwise (at least 0)
+        lr_t = peak * (1 + p * (ratio - 1)) / ratio
+
+    with `t` the update (`optimizer.iterations`, from 0) and `T` the
+    `num_train_steps`: a short linear rise from `peak / ratio` to `peak` at
+    update `cut`, then a long linear fall back to `peak / ratio` at update
+    T, where it stays.
+
+    Args:
+        peak_learning_rate: `lr_max`.
+        num_train_steps: `T`.
+        cut_frac: fraction of the updates spent rising (the paper: 0.1),
+            in (0, 1).
+        ratio: how much smaller the lowest rate is than the peak (the
+            paper: 32), >= 1.
+    """
+
+    def __init__(self, peak_learning_rate, num_train_steps, cut_frac=0.1, ratio=32.0):
+        try:
+            peak = float(peak_learning_rate)
+        except (TypeError, ValueError):
+            peak = None
+        if peak is None or not (math.isfinite(peak) and peak >= 0):
+            raise ValueError("learning rate (--learning_rate) must be a finite number >= 0, "
+                             f"got {peak_learning_rate}.")
+        if num_train_steps <= 0:
+            raise ValueError("num_train_steps (--num_train_steps) must be positive, got "
+                             f"{num_train_steps}.")
+        if not (isinstance(cut_frac, (int, float)) and 0 < cut_frac < 1):
+            raise ValueError(f"stlr_cut_frac (--stlr_cut_frac) must be in (0, 1), got {cut_frac}.")
+        if not (isinstance(ratio, (int, float)) and math.isfinite(ratio) and ratio >= 1):
+            raise ValueError(f"stlr_ratio (--stlr_ratio) must be a number >= 1, got {ratio}.")
+        self.peak_learning_rate = peak_learning_rate
+        self.num_train_steps = num_train_steps
+        self.cut_frac = cut_frac
+        self.ratio = ratio
+
+    @property
+    def cut(self):
+        """The update at which the rate peaks."""
+        return max(1, int(math.floor(self.num_train_steps * self.cut_frac)))
+
+    def __call__(self, step):
+        cut = float(self.cut)
+        t = tf.minimum(tf.cast(step, tf.float32), float(self.num_train_steps))
+        rising = t / cut
+        falling = 1.0 - (t - cut) / (cut * (1.0 / self.cut_frac - 1.0))
+        p = tf.maximum(tf.where(t < cut, rising, falling), 0.0)
+        peak = tf.cast(self.peak_learning_rate, tf.float32)
+        return peak * (1.0 + p * (self.ratio - 1.0)) / self.ratio
+
+    def get_config(self):
+        return {
+            "peak_learning_rate": self.peak_learning_rate,
+            "num_train_steps": self.num_train_steps,
+            "cut_frac": self.cut_frac,
+            "ratio": self.ratio,
+        }
+
+
 # ------------------------------------------------------------ shared machinery
 
 
@@ -171,6 +250,65 @@ def _unless_zero_gradient(update_fn):
     return guarded
 
 
+def _check_factor(factor, path):
+    if isinstance(factor, (int, float)) and not (math.isfinite(factor) and factor >= 0):
+        raise ValueError(f"learning-rate multiplier of {path} must be a finite number >= 0, "
+                         f"got {factor}.")
+    return factor
+
+
+class _RegexMultipliers(object):
+    """`{regex: factor}`: a path's factor is that of the first regex found in it (else 1)."""
+
+    def __init__(self, table):
+        self.table = [(str(pattern), float(_check_factor(factor, pattern)))
+                      for pattern, factor in table.items()]
+
+    def __call__(self, paths, step):
+        del step
+        return [next((factor for pattern, factor in self.table if re.search(pattern, path)),
+                     1.0) for path in paths]
+
+
+def _with_learning_rate_factor(update_fn, factor):
+    """`update_fn(variable, *slots, gradient, learning_rate)` at `learning_rate * factor`.
+
+    A Python factor of 1 returns `update_fn` itself and one of 0 returns
+    None (no update); a tensor factor of 0 skips the update at run time, so
+    a frozen variable keeps its value and its moments.
+    """
+    if isinstance(factor, (int, float)):
+        factor = float(factor)
+        if factor == 1.0:
+            return update_fn
+        if factor == 0.0:
+            return None
+
+        def scaled(variable, *args):
+            *rest, learning_rate = args
+            update_fn(variable, *rest, learning_rate * factor)
+
+        return scaled
+
+    def gated(variable, *args):
+        *rest, learning_rate = args
+
+        def apply():
+            update_fn(variable, *rest, learning_rate * tf.cast(factor, learning_rate.dtype))
+            return tf.constant(True)
+
+        return tf.cond(factor > 0, apply, lambda: tf.constant(False))
+
+    return gated
+
+
+def _mask_frozen(gradient, factor):
+    """The gradient, or zeros where the learning-rate factor is 0 (frozen)."""
+    if isinstance(factor, (int, float)):
+        return tf.zeros_like(gradient) if factor == 0 else gradient
+    return tf.where(factor > 0, gradient, tf.zeros_like(gradient))
+
+
 class _BertOptimizer(keras.optimizers.Optimizer):
     """Weight-decay exclusions, global-norm clipping and accumulation.
 
@@ -188,6 +326,18 @@ class _BertOptimizer(keras.optimizers.Optimizer):
     training needs it: a batch of one task gives the other tasks' heads
     exactly zero gradients, and Adam's momentum and the weight decay would
     still move them.
+
+    `learning_rate_multipliers` (None: every variable at the schedule's
+    rate) scales the rate per variable: a dict `{regex: factor}` (the first
+    regex `re.search`ed in `variable.path` gives the factor, 1 if none) or
+    a callable `fn(paths, step) -> factors`, called with the paths of all
+    the optimizer's variables (in `build` order) and the update counter
+    (`iterations`, int64), returning one factor per path (Python floats or
+    float32 scalar tensors); e.g. `finetuning_techniques.LayerwiseLearningRates`.
+    The factor multiplies the whole update (weight decay included). A
+    variable whose factor is 0 is frozen for that update: its gradient is
+    zeroed before accumulation and clipping (so it does not count in the
+    global norm), and its value and moments stay as they are.
     """
 
     def __init__(
@@ -199,6 +349,7 @@ class _BertOptimizer(keras.optimizers.Optimizer):
         gradient_accumulation_steps=1,
         jit_update=True,
         skip_zero_gradients=False,
+        learning_rate_multipliers=None,
         name=None,
         **kwargs,
     ):
@@ -230,6 +381,19 @@ class _BertOptimizer(keras.optimizers.Optimizer):
         self.accumulation_steps = int(gradient_accumulation_steps)
         self.jit_update = bool(jit_update)
         self.skip_zero_gradients = bool(skip_zero_gradients)
+        if isinstance(learning_rate_multipliers, (list, tuple)):  # from get_config
+            learning_rate_multipliers = dict(learning_rate_multipliers)
+        if learning_rate_multipliers is None:
+            self._multiplier_fn = None
+        elif isinstance(learning_rate_multipliers, dict):
+            self._multiplier_fn = _RegexMultipliers(learning_rate_multipliers)
+        elif callable(learning_rate_multipliers):
+            self._multiplier_fn = learning_rate_multipliers
+        else:
+            raise ValueError("learning_rate_multipliers must be None, a dict {regex: factor} "
+                             "or a callable (paths, step) -> factors, got "
+                             f"{learning_rate_multipliers!r}.")
+        self.learning_rate_multipliers = learning_rate_multipliers
         with keras.name_scope(self.name, caller=self):
             self._micro_steps = keras.Variable(
                 0,
@@ -288,10 +452,22 @@ class _BertOptimizer(keras.optimizers.Optimizer):
             return
         super().build(variables)
         self._decay_flags = [self._decays(v) for v in variables]
+        self._variable_paths = tuple(getattr(v, "path", None) or v.name for v in variables)
         if self.accumulation_steps > 1:
             self._accumulators = self.add_optimizer_variables(
                 variables, "gradient_accumulator"
             )
+
+    def _learning_rate_factors(self, indices):
+        """The learning-rate factor of each variable `indices` names; None without multipliers."""
+        if self._multiplier_fn is None:
+            return None
+        paths = self._variable_paths
+        factors = list(self._multiplier_fn(list(paths), tf.cast(self._iterations, "int64")))
+        if len(factors) != len(paths):
+            raise ValueError(f"learning_rate_multipliers returned {len(factors)} factors for "
+                             f"{len(paths)} variables.")
+        return [_check_factor(factors[i], paths[i]) for i in indices]
 
     def _decay_rate(self, index):
         """Weight decay of model variable `index` (0.0 when excluded)."""
@@ -372,6 +548,12 @@ class _BertOptimizer(keras.optimizers.Optimizer):
             grads = [tf.cast(g, v.dtype) for g, v in zip(grads, variables)]
             if replica_context is not None and replica_context.num_replicas_in_sync > 1:
                 grads = replica_context.all_reduce(tf.distribute.ReduceOp.SUM, grads)
+            factors = self._learning_rate_factors(
+                [self._get_variable_index(v) for v in variables])
+            if factors is not None:
+                # Frozen variables (factor 0) have no gradient: not accumulated,
+                # not in the global norm.
+                grads = [_mask_frozen(g, f) for g, f in zip(grads, factors)]
             if self.accumulation_steps == 1:
                 final_grads, norm = self._clip(grads)
             else:
@@ -422,13 +604,18 @@ class _BertOptimizer(keras.optimizers.Optimizer):
         # before it is taken); in cross-replica context read the first.
         local_norm = strategy.experimental_local_results(norm)[0]
         finite = tf.math.is_finite(local_norm)
+        factors = self._learning_rate_factors(indices)
 
         def apply_update():
-            for grad, var, index in zip(final_grads, variables, indices):
+            for position, (grad, var, index) in enumerate(zip(final_grads, variables, indices)):
                 slots = [_tf_variable(s) for s in self._slots(index)]
                 update_fn = self._update_fn(index)
                 if self.skip_zero_gradients:
                     update_fn = _unless_zero_gradient(update_fn)
+                if factors is not None:
+                    update_fn = _with_learning_rate_factor(update_fn, factors[position])
+                    if update_fn is None:
+                        continue
                 strategy.extended.update(
                     _tf_variable(var), update_fn,
                     args=(*slots, grad, learning_rate), group=False,
@@ -488,7 +675,12 @@ class _BertOptimizer(keras.optimizers.Optimizer):
     def from_config(cls, config, custom_objects=None):
         # Keras's from_config deserialises the schedule in place; work on a
         # copy so the caller's dict stays a plain config.
-        return super().from_config(dict(config), custom_objects=custom_objects)
+        config = dict(config)
+        multipliers = config.get("learning_rate_multipliers")
+        if isinstance(multipliers, dict) and "class_name" in multipliers:
+            config["learning_rate_multipliers"] = keras.saving.deserialize_keras_object(
+                multipliers, custom_objects=custom_objects)
+        return super().from_config(config, custom_objects=custom_objects)
 
     def get_config(self):
         config = super().get_config()
@@ -504,6 +696,12 @@ class _BertOptimizer(keras.optimizers.Optimizer):
             jit_update=self.jit_update,
             skip_zero_gradients=self.skip_zero_gradients,
         )
+        multipliers = self.learning_rate_multipliers
+        if isinstance(multipliers, dict):
+            config["learning_rate_multipliers"] = [[k, v] for k, v in multipliers.items()]
+        elif multipliers is not None:
+            config["learning_rate_multipliers"] = keras.saving.serialize_keras_object(
+                multipliers)
         return config
 
 
@@ -765,6 +963,12 @@ def create_optimizer(
     epsilon=1e-6,
     jit_update=True,
     skip_zero_gradients=False,
+    lr_schedule="linear",
+    stlr_cut_frac=0.1,
+    stlr_ratio=32.0,
+    layer_lr_decay=1.0,
+    unfreeze_steps=0,
+    learning_rate_multipliers=None,
 ):
     """Google's `create_optimizer` for Keras 3: schedule + optimizer.
 
@@ -779,12 +983,34 @@ def create_optimizer(
         gradient_accumulation_steps: micro-batches per update.
         exclude_from_weight_decay, beta_1, beta_2, epsilon, jit_update,
             skip_zero_gradients: see the classes and the module docstring.
+        lr_schedule: "linear" (Google's `LinearWarmupLinearDecay`) or "stlr"
+            (ULMFiT's `SlantedTriangular` with `stlr_cut_frac` and
+            `stlr_ratio`; it rises over its own first `cut_frac` of the
+            updates, so `num_warmup_steps` is not used).
+        layer_lr_decay, unfreeze_steps: ULMFiT's discriminative rates and
+            gradual unfreezing by layer group
+            (`finetuning_techniques.LayerwiseLearningRates`); 1.0 and 0 (the
+            defaults) leave every variable at the schedule's rate.
+        learning_rate_multipliers: your own per-variable factors instead
+            (see `_BertOptimizer`).
 
     Returns:
         An `AdamWeightDecay` or `Lamb` whose learning rate is a
-        `LinearWarmupLinearDecay`.
+        `LinearWarmupLinearDecay` (or `SlantedTriangular`).
     """
-    schedule = LinearWarmupLinearDecay(init_lr, num_train_steps, num_warmup_steps)
+    if lr_schedule == "linear":
+        schedule = LinearWarmupLinearDecay(init_lr, num_train_steps, num_warmup_steps)
+    elif lr_schedule == "stlr":
+        schedule = SlantedTriangular(init_lr, num_train_steps, stlr_cut_frac, stlr_ratio)
+    else:
+        raise ValueError(f"lr_schedule (--lr_schedule) must be one of {', '.join(LR_SCHEDULES)}, "
+                         f"got {lr_schedule!r}.")
+    if layer_lr_decay != 1.0 or unfreeze_steps:
+        if learning_rate_multipliers is not None:
+            raise ValueError("Give either learning_rate_multipliers or layer_lr_decay / "
+                             "unfreeze_steps, not both.")
+        learning_rate_multipliers = finetuning_techniques.LayerwiseLearningRates(
+            layer_lr_decay, unfreeze_steps)
     classes = {"adamw": AdamWeightDecay, "adam": AdamWeightDecay, "lamb": Lamb}
     key = optimizer_type.lower()
     if key not in classes:
@@ -802,4 +1028,5 @@ def create_optimizer(
         gradient_accumulation_steps=gradient_accumulation_steps,
         jit_update=jit_update,
         skip_zero_gradients=skip_zero_gradients,
+        learning_rate_multipliers=learning_rate_multipliers,
     )

@@ -42,6 +42,13 @@ class TrainerSettings:
     log_steps: int = 100
     steps_per_loop: int = 1
     nan_policy: str = "stop"
+    # ULMFiT's fine-tuning techniques (modeling.training.finetuning_techniques);
+    # the defaults leave the optimizer exactly as without them.
+    lr_schedule: str = "linear"
+    stlr_cut_frac: float = 0.1
+    stlr_ratio: float = 32.0
+    layer_lr_decay: float = 1.0
+    unfreeze_steps: int = 0
 
     def get_strategy(self):
         """The `tf.distribute` strategy of `distribution_strategy` and its options."""
@@ -49,10 +56,23 @@ class TrainerSettings:
                                        self.all_reduce_alg)
 
     def optimizer_options(self):
-        """Keyword arguments of `optimization.create_optimizer` from these settings."""
-        return {"optimizer_type": self.optimizer,
-                "gradient_accumulation_steps": self.gradient_accumulation_steps,
-                "jit_update": self.xla_optimizer_update}
+        """Keyword arguments of `optimization.create_optimizer` from these settings.
+
+        The ULMFiT settings are passed on when they differ from their neutral
+        defaults (so a caller's own optimizer factory that does not know them
+        keeps working unchanged while they are unused).
+        """
+        options = {"optimizer_type": self.optimizer,
+                   "gradient_accumulation_steps": self.gradient_accumulation_steps,
+                   "jit_update": self.xla_optimizer_update}
+        if self.lr_schedule != "linear":
+            options.update(lr_schedule=self.lr_schedule, stlr_cut_frac=self.stlr_cut_frac,
+                           stlr_ratio=self.stlr_ratio)
+        if self.layer_lr_decay != 1.0:
+            options["layer_lr_decay"] = self.layer_lr_decay
+        if self.unfreeze_steps:
+            options["unfreeze_steps"] = self.unfreeze_steps
+        return options
 
     def trainer_options(self):
         """Keyword arguments of `trainer.Trainer` from these settings."""
