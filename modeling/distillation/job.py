@@ -54,7 +54,6 @@ the data) whose one line names the flag, file or line at fault.
 Registered as ``registry.tasks.get("distillation")``.
 """
 
-import contextlib
 import dataclasses
 import json
 import os
@@ -62,7 +61,6 @@ import time
 from typing import Any, List, Optional
 
 from absl import logging
-import keras
 import numpy as np
 import tensorflow as tf
 
@@ -84,9 +82,7 @@ from modeling.objectives.base import BertPretrainer
 from modeling.tasks import FineTuningTask
 from modeling.tasks import classifier_job
 from modeling.tasks.classification import BertClassifier
-from modeling.training import distribute
 from modeling.training import optimization
-from modeling.training import run_lock
 from modeling.training import settings
 from modeling.training import trainer as trainer_lib
 from modeling.training import validation
@@ -571,13 +567,8 @@ def format_table(rows, metric):
 def run(job):
     """Runs `job`; returns a `DistillationResult`."""
     family, teacher_paths, teacher_configs, student_config = _check_job(job)
-    if job.seed is not None:
-        keras.utils.set_random_seed(job.seed)
-    if job.mixed_precision:
-        keras.mixed_precision.set_global_policy("mixed_" + job.mixed_precision)
-    strategy = job.get_strategy()
-    with (run_lock.OutputDirLock(job.output_dir) if distribute.is_chief(strategy)
-          else contextlib.nullcontext()):
+    strategy = settings.start_run(job)
+    with settings.output_dir_lock(job, strategy):
         try:
             return _run(job, family, teacher_paths, teacher_configs, student_config, strategy)
         except DataError as e:

@@ -41,13 +41,11 @@ prints it as ``run_classifier: error: ...``.
 The task is registered as ``registry.tasks.get("classification")``.
 """
 
-import contextlib
 import dataclasses
 import os
 from typing import Any, List, Optional
 
 from absl import logging
-import keras
 import numpy as np
 import tensorflow as tf
 
@@ -63,9 +61,7 @@ from modeling.tasks import classification as classifier_lib
 from modeling.tasks import input_formats
 from modeling.tasks import multiple_choice
 from modeling.tasks.input_formats import ClassifierJobError
-from modeling.training import distribute
 from modeling.training import optimization
-from modeling.training import run_lock
 from modeling.training import settings
 from modeling.training import validation
 from modeling.training import trainer as trainer_lib
@@ -417,16 +413,10 @@ def run(job):
     input_format.prepare(processor, task_type, label_list, num_labels)
     logging.info("Task: %s (%s), labels: %s", type(processor).__name__, task_type, label_list)
 
-    if job.seed is not None:
-        keras.utils.set_random_seed(job.seed)
-    if job.mixed_precision:
-        keras.mixed_precision.set_global_policy("mixed_" + job.mixed_precision)
-    strategy = job.get_strategy()
+    strategy = settings.start_run(job)
     logging.info("Strategy: %s with %d replica(s)", type(strategy).__name__,
                  strategy.num_replicas_in_sync)
-    # One run per output directory; what a killed run left is swept.
-    with (run_lock.OutputDirLock(job.output_dir) if distribute.is_chief(strategy)
-          else contextlib.nullcontext()):
+    with settings.output_dir_lock(job, strategy):
         return _run_in_output_dir(job, input_format, processor, task_type, tokenizer,
                                   label_list, num_labels, eval_metrics, strategy)
 

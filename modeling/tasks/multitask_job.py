@@ -42,13 +42,11 @@ with a one-line message naming the flag, the task list entry and field, or
 the data file and line. Registered as ``registry.tasks.get("multitask")``.
 """
 
-import contextlib
 import dataclasses
 import os
 from typing import Optional
 
 from absl import logging
-import keras
 import numpy as np
 import tensorflow as tf
 
@@ -66,9 +64,7 @@ from modeling.tasks import classifier_job
 from modeling.tasks import multitask as model_lib
 from modeling.tasks import ner_job
 from modeling.tasks import seqeval
-from modeling.training import distribute
 from modeling.training import optimization
-from modeling.training import run_lock
 from modeling.training import settings
 from modeling.training import trainer as trainer_lib
 from modeling.training import validation
@@ -530,13 +526,8 @@ def run(job):
         specs = data_lib.read_task_list(job.task_list_file)
     except data_lib.TaskListError as e:
         raise MultitaskJobError(str(e)) from None
-    if job.seed is not None:
-        keras.utils.set_random_seed(job.seed)
-    if job.mixed_precision:
-        keras.mixed_precision.set_global_policy("mixed_" + job.mixed_precision)
-    strategy = job.get_strategy()
-    with (run_lock.OutputDirLock(job.output_dir) if distribute.is_chief(strategy)
-          else contextlib.nullcontext()):
+    strategy = settings.start_run(job)
+    with settings.output_dir_lock(job, strategy):
         tf.io.gfile.makedirs(job.output_dir)
         tasks = prepare_tasks(job, specs, tokenizer, config.vocab_size)
         return _run(job, family, config, tasks, strategy)

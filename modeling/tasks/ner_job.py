@@ -38,13 +38,11 @@ All outputs are written atomically.
 Registered as ``registry.tasks.get("ner")``.
 """
 
-import contextlib
 import dataclasses
 import os
 from typing import Optional
 
 from absl import logging
-import keras
 import tensorflow as tf
 
 from data import atomic
@@ -57,9 +55,7 @@ from modeling.tasks import FineTuningTask
 from modeling.tasks import seqeval
 from modeling.tasks import tagging
 from modeling.tasks.input_formats import ClassifierJobError
-from modeling.training import distribute
 from modeling.training import optimization
-from modeling.training import run_lock
 from modeling.training import settings
 from modeling.training import trainer as trainer_lib
 from modeling.training import validation
@@ -219,13 +215,8 @@ def _flat_scores(scores, prefix):
 def run(job):
     """Runs `job` (train, eval and/or predict); returns a `NerResult`."""
     family, config, tokenizer = _check_job(job)
-    if job.seed is not None:
-        keras.utils.set_random_seed(job.seed)
-    if job.mixed_precision:
-        keras.mixed_precision.set_global_policy("mixed_" + job.mixed_precision)
-    strategy = job.get_strategy()
-    with (run_lock.OutputDirLock(job.output_dir) if distribute.is_chief(strategy)
-          else contextlib.nullcontext()):
+    strategy = settings.start_run(job)
+    with settings.output_dir_lock(job, strategy):
         try:
             return _run(job, family, config, tokenizer, strategy)
         except DataError as e:

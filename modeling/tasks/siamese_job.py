@@ -40,13 +40,11 @@ The trained checkpoint in `output_dir` is what `run/build_index.py
 Registered as ``registry.tasks.get("siamese")``.
 """
 
-import contextlib
 import dataclasses
 import os
 from typing import Optional
 
 from absl import logging
-import keras
 import numpy as np
 import tensorflow as tf
 
@@ -60,9 +58,7 @@ from modeling.tasks import FineTuningTask
 from modeling.tasks import classification
 from modeling.tasks import siamese
 from modeling.tasks.input_formats import ClassifierJobError
-from modeling.training import distribute
 from modeling.training import optimization
-from modeling.training import run_lock
 from modeling.training import settings
 from modeling.training import trainer as trainer_lib
 from modeling.training import validation
@@ -237,13 +233,8 @@ def _label_list(job, train):
 def run(job):
     """Runs `job` (train and/or eval); returns a `SiameseResult`."""
     family, config, tokenizer = _check_job(job)
-    if job.seed is not None:
-        keras.utils.set_random_seed(job.seed)
-    if job.mixed_precision:
-        keras.mixed_precision.set_global_policy("mixed_" + job.mixed_precision)
-    strategy = job.get_strategy()
-    with (run_lock.OutputDirLock(job.output_dir) if distribute.is_chief(strategy)
-          else contextlib.nullcontext()):
+    strategy = settings.start_run(job)
+    with settings.output_dir_lock(job, strategy):
         try:
             return _run(job, family, config, tokenizer, strategy)
         except DataError as e:

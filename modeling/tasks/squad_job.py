@@ -28,14 +28,12 @@ n_best_size 20, max_answer_length 30, ...) plus the trainer's.
 Registered as ``registry.tasks.get("squad")``.
 """
 
-import contextlib
 import dataclasses
 import json
 import os
 from typing import Optional
 
 from absl import logging
-import keras
 import tensorflow as tf
 
 from data import atomic
@@ -47,9 +45,7 @@ from modeling.tasks import FineTuningTask
 from modeling.tasks import input_formats
 from modeling.tasks import span_qa
 from modeling.tasks.input_formats import ClassifierJobError
-from modeling.training import distribute
 from modeling.training import optimization
-from modeling.training import run_lock
 from modeling.training import settings
 from modeling.training import trainer as trainer_lib
 from modeling.training import validation
@@ -188,13 +184,8 @@ def run(job):
                 raise SquadJobError("--predict_file=%s has no questions." % job.predict_file)
     except squad.SquadDataError as e:
         raise SquadJobError(str(e)) from None
-    if job.seed is not None:
-        keras.utils.set_random_seed(job.seed)
-    if job.mixed_precision:
-        keras.mixed_precision.set_global_policy("mixed_" + job.mixed_precision)
-    strategy = job.get_strategy()
-    with (run_lock.OutputDirLock(job.output_dir) if distribute.is_chief(strategy)
-          else contextlib.nullcontext()):
+    strategy = settings.start_run(job)
+    with settings.output_dir_lock(job, strategy):
         return _run(job, config, family, tokenizer, strategy, train_examples,
                     predict_examples)
 

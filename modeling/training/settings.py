@@ -17,12 +17,16 @@ optimizer's arguments here:
     trainer = Trainer(strategy, ..., **job.trainer_options())
 """
 
+import contextlib
 import dataclasses
 from typing import Optional
 
-from modeling.training import distribute
+import keras
 
-__all__ = ["TrainerSettings"]
+from modeling.training import distribute
+from modeling.training import run_lock
+
+__all__ = ["TrainerSettings", "output_dir_lock", "start_run"]
 
 
 @dataclasses.dataclass
@@ -80,3 +84,19 @@ class TrainerSettings:
                 "gradient_accumulation_steps": self.gradient_accumulation_steps,
                 "use_xla": self.use_xla, "nan_policy": self.nan_policy,
                 "steps_per_loop": self.steps_per_loop}
+
+
+def start_run(job):
+    """A job's seed (`job.seed`), precision policy and strategy, set up for its run."""
+    if job.seed is not None:
+        keras.utils.set_random_seed(job.seed)
+    if job.mixed_precision:
+        keras.mixed_precision.set_global_policy("mixed_" + job.mixed_precision)
+    return job.get_strategy()
+
+
+def output_dir_lock(job, strategy):
+    """One run per `job.output_dir` (the chief holds the lock; what a killed run left is swept)."""
+    if distribute.is_chief(strategy):
+        return run_lock.OutputDirLock(job.output_dir)
+    return contextlib.nullcontext()
