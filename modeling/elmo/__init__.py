@@ -45,6 +45,8 @@ def demo_config(vocab_size):
 
 
 registry.encoders.register("elmo", ElmoNetwork)
+# run_classifier's --model_family=elmo (frozen biLM features + a task model).
+from modeling.elmo import features  # noqa: E402,F401  pylint: disable=g-import-not-at-top
 FAMILY = registry.families.register("elmo", registry.Family(
     name="elmo",
     config_class=ElmoConfig,
