@@ -1,0 +1,238 @@
+"""BERT and the models before it on one task: what `run/compare_models.py` runs.
+
+    from modeling.tasks import comparison
+    rows = comparison.compare(comparison.CompareJob(output_dir="/tmp/compare"))
+    print(comparison.format_table(rows))
+
+The task (`build_word_order_task`) is made from the bundled corpus
+(`data/sample/sample_en.txt` and `sample_zh.txt`): is a sentence in its
+original word order (1) or are its words shuffled (0)? Every sentence of
+four or more words appears twice, once each way, its final punctuation kept
+in place, written as space-separated words in both cases so that nothing
+but the order differs. A bag of words therefore scores exactly chance: the
+task measures what a model knows about word order, which is what language
+model pre-training teaches. The documents are split as the pre-training
+demos split them (`data.corpus.split_documents`, every tenth document held
+out), so the held-out sentences come from documents that neither the
+pre-training nor the fine-tuning saw.
+
+Each model is pre-trained by its recipe's demo (`run_pretraining.py
+--recipe=...`, the same trainer, checkpoints and TensorBoard; an existing
+pre-training directory is resumed, i.e. reused when complete) and then
+fine-tuned on the task by its own fine-tuning script's job:
+
+    bert     Transformer, MLM + NSP; run_classifier (fine-tunes everything)
+    elmo     character-CNN biLM; run_classifier --model_family=elmo
+             (frozen biLM, scalar mix, BiLSTM task model)
+    ulmfit   AWD-LSTM LM; run_classifier --model_family=ulmfit (concat
+             pooling; slanted triangular rates, discriminative rates,
+             gradual unfreezing)
+    siatl    the same AWD-LSTM LM; run_siatl (auxiliary LM loss, task BiLSTM
+             with self-attention, sequential unfreezing)
+    cove     en->zh translation encoder; run_classifier --model_family=cove
+             (frozen encoder, [word vectors; encoder states], BiLSTM task model)
+
+The table has, per model: held-out accuracy, pre-training and fine-tuning
+wall time, and the fine-tuned model's parameters (every model variable of
+its checkpoint, frozen ones included). Written atomically to
+`output_dir/comparison.json` and `comparison.txt`.
+"""
+
+import dataclasses
+import json
+import os
+import random
+import time
+from typing import Dict, List, Optional
+
+import numpy as np
+import tensorflow as tf
+
+from data import atomic
+from data import corpus as corpus_lib
+from data import tokenization
+from modeling import checkpoints
+from modeling.checkpoints import object_based
+from modeling.recipes import pretraining
+
+__all__ = ["CompareJob", "MODELS", "build_word_order_task", "compare", "format_table",
+           "shuffled"]
+
+MODELS = ("bert", "elmo", "ulmfit", "siatl", "cove")
+SAMPLE_FILES = ("sample_en.txt", "sample_zh.txt")
+MIN_WORDS = 4
+
+
+@dataclasses.dataclass
+class CompareJob:
+    """What to compare and with which budgets (the script's flags)."""
+
+    output_dir: Optional[str] = None
+    models: List[str] = dataclasses.field(default_factory=lambda: list(MODELS))
+    # Pre-training steps for every model; None = each recipe's demo setting.
+    pretrain_steps: Optional[int] = None
+    # Fine-tuning epochs over the task's training sentences (the same for all).
+    num_train_epochs: float = 3.0
+    train_batch_size: int = 32
+    max_seq_length: int = 48
+    seed: int = 12345
+
+
+def shuffled(words, rng):
+    """`words` with all but a final punctuation mark in another order (never the same)."""
+    words = list(words)
+    tail = [words.pop()] if words and tokenization._is_punctuation(words[-1][-1]) else []
+    if len(set(words)) < 2:
+        return None
+    out = list(words)
+    while out == words:
+        rng.shuffle(out)
+    return out + tail
+
+
+def _sentences(path):
+    tokenizer = tokenization.BasicTokenizer(do_lower_case=True)
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            words = tokenizer.tokenize(line.strip())
+            if len(words) >= MIN_WORDS:
+                yield words
+
+
+def build_word_order_task(work_dir, seed=12345):
+    """Writes the task's `train.tsv` and `dev.tsv` under `work_dir`; returns their paths and counts.
+
+    Columns: `sentence` (space-separated words), `label` (1 original order,
+    0 shuffled). See the module docstring.
+    """
+    texts = [os.path.join(pretraining.SAMPLE_DIR, name) for name in SAMPLE_FILES]
+    train_texts, eval_texts = corpus_lib.split_documents(texts, os.path.join(work_dir, "text"))
+    rng = random.Random(seed)
+    paths, counts = {}, {}
+    for split, files in (("train", train_texts), ("dev", eval_texts)):
+        rows = []
+        for path in files:
+            for words in _sentences(path):
+                other = shuffled(words, rng)
+                if other is not None:
+                    rows.append((" ".join(words), "1"))
+                    rows.append((" ".join(other), "0"))
+        rng.shuffle(rows)
+        paths[split] = os.path.join(work_dir, "%s.tsv" % split)
+        with atomic.atomic_output(paths[split]) as out:
+            out.write("sentence\tlabel\n")
+            for text, label in rows:
+                out.write("%s\t%s\n" % (text, label))
+        counts[split] = len(rows)
+    return paths, counts
+
+
+def count_parameters(checkpoint_dir):
+    """Model parameters stored in a trainer checkpoint (optimizer state excluded)."""
+    _, prefix = checkpoints.resolve_checkpoint(checkpoint_dir)
+    reader = tf.train.load_checkpoint(prefix)
+    shapes = reader.get_variable_to_shape_map()
+    keys = set(object_based.model_variable_keys(reader, prefix).values())
+    return int(sum(np.prod(shapes[k]) for k in keys if "seed_generator" not in k))
+
+
+def _pretrain(job, recipe, work_dir, **overrides):
+    output_dir = os.path.join(work_dir, "pretrain_" + recipe)
+    settings = dict(recipe=recipe, output_dir=output_dir, seed=job.seed)
+    if job.pretrain_steps is not None:
+        settings.update(num_train_steps=job.pretrain_steps,
+                        num_warmup_steps=max(1, job.pretrain_steps // 10),
+                        save_checkpoints_steps=job.pretrain_steps)
+    settings.update(overrides)
+    demo = pretraining.PretrainingJob.for_demo(**settings)
+    start = time.time()
+    results = pretraining.run(demo)
+    return output_dir, demo, results, time.time() - start
+
+
+def _classifier_job(job, task, output_dir, **settings):
+    from modeling.tasks import classifier_job  # pylint: disable=g-import-not-at-top
+
+    values = dict(
+        task_name="generic", data_dir=os.path.dirname(task["train"]),
+        train_file=task["train"], dev_file=task["dev"], text_a_column="sentence",
+        label_column="label", labels=["0", "1"], has_header=True, output_dir=output_dir,
+        do_train=True, do_eval=True, max_seq_length=job.max_seq_length,
+        train_batch_size=job.train_batch_size, eval_batch_size=32,
+        num_train_epochs=job.num_train_epochs, save_checkpoints_steps=100000,
+        seed=job.seed)
+    values.update(settings)
+    return classifier_job.ClassifierJob(**values)
+
+
+def _run_classifier(job, task, output_dir, **settings):
+    from modeling.tasks import classifier_job  # pylint: disable=g-import-not-at-top
+
+    start = time.time()
+    result = classifier_job.run(_classifier_job(job, task, output_dir, **settings))
+    return result.eval_results["eval_accuracy"], time.time() - start
+
+
+def _bert(job, task, work_dir):
+    pre_dir, demo, _, pre_time = _pretrain(job, "bert", work_dir)
+    accuracy, fine_time = _run_classifier(
+        job, task, os.path.join(work_dir, "finetune_bert"), model_family="bert",
+        bert_config_file=os.path.join(pre_dir, "bert_config.json"), vocab_file=demo.vocab_file,
+        init_checkpoint=pre_dir, learning_rate=1e-4)
+    return accuracy, pre_time, fine_time, "fine-tuned Transformer"
+
+
+def _elmo(job, task, work_dir):
+    pre_dir, demo, _, pre_time = _pretrain(job, "elmo", work_dir)
+    accuracy, fine_time = _run_classifier(
+        job, task, os.path.join(work_dir, "finetune_elmo"), model_family="elmo",
+        bert_config_file=os.path.join(pre_dir, "elmo_options.json"), vocab_file=demo.vocab_file,
+        init_checkpoint=pre_dir, learning_rate=3e-3)
+    return accuracy, pre_time, fine_time, "frozen biLM features"
+
+
+RUNNERS = {"bert": _bert, "elmo": _elmo}
+
+
+def compare(job):
+    """Pre-trains and fine-tunes each model of `job.models`; returns the table's rows."""
+    if not job.output_dir:
+        raise ValueError("--output_dir is required")
+    unknown = [m for m in job.models if m not in MODELS]
+    if unknown:
+        raise ValueError("--models: unknown model(s) %s; expected some of %s"
+                         % (", ".join(unknown), ",".join(MODELS)))
+    missing = [m for m in job.models if m not in RUNNERS]
+    if missing:
+        raise ValueError("--models: %s cannot run here (not installed in this build)"
+                         % ", ".join(missing))
+    work_dir = os.path.abspath(job.output_dir)
+    tf.io.gfile.makedirs(work_dir)
+    task, counts = build_word_order_task(os.path.join(work_dir, "task"), job.seed)
+    rows = []
+    for name in job.models:
+        accuracy, pre_time, fine_time, how = RUNNERS[name](job, task, work_dir)
+        rows.append({
+            "model": name, "how": how, "eval_accuracy": float(accuracy),
+            "pretrain_seconds": round(pre_time, 1), "finetune_seconds": round(fine_time, 1),
+            "parameters": count_parameters(os.path.join(work_dir, "finetune_" + name)),
+        })
+    report = {"task": {"train_examples": counts["train"], "dev_examples": counts["dev"],
+                       "chance": 0.5},
+              "settings": dataclasses.asdict(job), "rows": rows}
+    with atomic.atomic_output(os.path.join(work_dir, "comparison.json")) as out:
+        out.write(json.dumps(report, indent=2) + "\n")
+    with atomic.atomic_output(os.path.join(work_dir, "comparison.txt")) as out:
+        out.write(format_table(rows) + "\n")
+    return rows
+
+
+def format_table(rows: List[Dict]):
+    """A Markdown table of `compare`'s rows."""
+    lines = ["| model | how | held-out accuracy | pre-training s | fine-tuning s | parameters |",
+             "|---|---|---|---|---|---|"]
+    for row in rows:
+        lines.append("| %s | %s | %.3f | %.0f | %.0f | %s |" % (
+            row["model"], row["how"], row["eval_accuracy"], row["pretrain_seconds"],
+            row["finetune_seconds"], format(row["parameters"], ",")))
+    return "\n".join(lines)
