@@ -1,0 +1,481 @@
+"""SiATL fine-tuning as a library call: what `run/run_siatl.py` runs.
+
+    from modeling.siatl import job as siatl_job
+    result = siatl_job.run(siatl_job.SiatlJob(
+        task_name="generic", data_dir="my_task", vocab_file="data/sample/elmo/vocab.txt",
+        bert_config_file="lm/ulmfit_config.json", init_checkpoint="lm",
+        output_dir="/tmp/siatl", do_train=True, do_eval=True))
+    result.eval_results["eval_accuracy"]
+
+A pre-trained LSTM language model (by default ULMFiT's AWD-LSTM, the output
+of ``run_pretraining.py --recipe=ulmfit``) becomes a classifier
+(`modeling.siatl.model.SiatlClassifier`: task BiLSTM, self-attention
+pooling, dense; the LM loss on the task text stays as an auxiliary loss whose
+weight decays from 0.2 to 0.1) and is fine-tuned by sequential unfreezing,
+each stage a separate run of the one trainer with a fresh optimizer:
+
+    stage 1  output_dir/stage_1   only the new layers (task BiLSTM, attention, output)
+    stage 2  output_dir/stage_2   only the pre-trained LM (network + LM objective)
+    stage 3  output_dir/stage_3   everything
+
+(Chronopoulou et al. 2019 train the new layers, then the pre-trained ones,
+then all.) Each stage starts from the previous stage's final weights
+(stage 1 from `init_checkpoint`), with its own learning-rate schedule
+(`learning_rate`, warm-up `warmup_proportion` of the stage, linear decay).
+Its length is `stage_1_steps`, `stage_2_steps`, `stage_3_steps` (updates;
+default: one epoch, one epoch, `num_train_epochs` epochs; 0 skips a stage).
+The auxiliary weight decays over the updates of all stages together: the
+model reads ``stage offset + the stage optimizer's iterations``, both kept by
+the checkpoints, so a killed run restarted with the same settings resumes in
+the stage it was in, at the same gamma, and finished stages are not run
+again.
+
+Data are run_classifier's: `task_name` / `processor` / the generic-task
+fields (`classifier_job.build_processor`), labels and metrics
+(`classifier_job.labels_and_metrics`), and the word-level records of
+`modeling.tasks.word_input_format` (``<S> a </S> [b </S>]`` ids of the LM's
+word vocabulary `vocab_file`), written to ``output_dir/{train,eval,
+predict}.tf_record``. Outputs as run_classifier's: ``eval_results.txt``
+(eval_accuracy, eval_loss = the task loss, the LM objective's loss on the
+dev text, eval_aux_lm_weight, global_step = updates of all stages, plus the
+processor's metrics) and ``test_results.tsv``.
+
+Every bad setting or input is a `SiatlJobError` (a `ValueError`) with a
+one-line message naming the flag, file or line. Registered as
+``registry.tasks.get("siatl")``.
+"""
+
+import dataclasses
+import os
+from typing import List, Optional
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from data import atomic
+from data import processors as processors_lib
+from modeling import checkpoints
+from modeling import elmo  # before word_input_format, which imports the elmo package  # noqa: F401
+from modeling import registry
+from modeling.objectives.base import BertPretrainer
+from modeling.siatl import model as model_lib
+from modeling.tasks import FineTuningTask
+from modeling.tasks import classification as classifier_lib
+from modeling.tasks import classifier_job
+from modeling.tasks import word_input_format as wif
+from modeling.tasks.input_formats import ClassifierJobError
+from modeling.training import optimization
+from modeling.training import settings
+from modeling.training import trainer as trainer_lib
+from modeling.training import validation
+
+__all__ = ["SiatlInputFormat", "SiatlJob", "SiatlJobError", "SiatlResult", "Stage", "run",
+           "stage_plan"]
+
+STAGE_PARTS = (model_lib.NEW, model_lib.PRETRAINED, model_lib.ALL)
+
+
+class SiatlJobError(ClassifierJobError):
+    """Bad SiATL settings or inputs, reported as one line."""
+
+
+@dataclasses.dataclass
+class SiatlJob(settings.TrainerSettings):
+    """Everything a SiATL run needs; the fields are `run/run_siatl.py`'s flags."""
+
+    # The pre-trained LM: its family (config file format and network) and the
+    # registered objective it was pre-trained with (the auxiliary loss).
+    model_family: str = "ulmfit"
+    lm_objective: str = "word_lm"
+    # run_classifier's flags.
+    data_dir: Optional[str] = None
+    bert_config_file: Optional[str] = None
+    task_name: Optional[str] = None
+    vocab_file: Optional[str] = None
+    output_dir: Optional[str] = None
+    init_checkpoint: Optional[str] = None
+    do_lower_case: bool = True
+    max_seq_length: int = 64
+    do_train: bool = False
+    do_eval: bool = False
+    do_predict: bool = False
+    train_batch_size: int = 32
+    eval_batch_size: int = 8
+    predict_batch_size: int = 8
+    learning_rate: float = 1e-3
+    num_train_epochs: float = 3.0
+    warmup_proportion: float = 0.1
+    save_checkpoints_steps: int = 1000
+    processor: object = None
+    file_format: str = "tsv"
+    text_a_column: Optional[str] = "0"
+    text_b_column: Optional[str] = None
+    label_column: Optional[str] = "1"
+    guid_column: Optional[str] = None
+    has_header: bool = True
+    labels: Optional[List[str]] = None
+    task_type: str = processors_lib.CLASSIFICATION
+    label_separator: str = ","
+    train_file: Optional[str] = None
+    dev_file: Optional[str] = None
+    test_file: Optional[str] = None
+    eval_metrics: Optional[List[str]] = None
+    ids_num_labels: Optional[int] = None
+    ids_label_from_last_id: bool = False
+    ids_cls_id: Optional[int] = None
+    ids_sep_id: Optional[int] = None
+    ids_offset: int = 0
+    ids_keep: str = "first"
+    xnli_language: str = "zh"
+    seed: Optional[int] = None
+    # SiATL: sequential unfreezing (updates per stage; None: see the module
+    # docstring), the task model, the auxiliary LM loss weight.
+    stage_1_steps: Optional[int] = None
+    stage_2_steps: Optional[int] = None
+    stage_3_steps: Optional[int] = None
+    task_hidden_size: int = 64
+    attention_size: Optional[int] = None
+    task_dropout: float = 0.2
+    aux_lm_weight_start: float = 0.2
+    aux_lm_weight_end: float = 0.1
+    aux_lm_weight_decay: str = model_lib.EXPONENTIAL
+
+
+@dataclasses.dataclass
+class SiatlResult:
+    """What `run` produced (as `classifier_job.ClassifierResult`)."""
+
+    eval_results: dict
+    test_predictions: Optional[np.ndarray]
+    output_dir: str
+    stages: list
+
+
+@dataclasses.dataclass(frozen=True)
+class Stage:
+    """One stage of sequential unfreezing."""
+
+    number: int       # 1, 2, 3
+    parts: str        # "new", "pretrained", "all"
+    steps: int        # optimizer updates of this stage (0: skipped)
+    offset: int       # updates of the stages before it
+    model_dir: str    # output_dir/stage_<number>
+
+
+def stage_plan(job, steps_per_epoch, num_train_steps):
+    """The three `Stage`s of `job` (see the module docstring for the defaults)."""
+    defaults = (steps_per_epoch, steps_per_epoch, num_train_steps)
+    stages, offset = [], 0
+    for number, (parts, default) in enumerate(zip(STAGE_PARTS, defaults), 1):
+        steps = getattr(job, "stage_%d_steps" % number)
+        steps = default if steps is None else int(steps)
+        stages.append(Stage(number, parts, steps, offset,
+                            os.path.join(job.output_dir, "stage_%d" % number)))
+        offset += steps
+    return stages
+
+
+class SiatlInputFormat(wif.WordInputFormat):
+    """Word records of the LM's vocabulary, and the `SiatlClassifier` over the pre-trained LM."""
+
+    def check(self):
+        job = self.job
+        if job.max_seq_length < 3:
+            raise SiatlJobError("--max_seq_length=%d: a word-level model needs at least 3 "
+                                "(<S>, a word, </S>)" % job.max_seq_length)
+        vocab_size = getattr(self.config, "vocab_size", None)
+        if vocab_size is not None and len(self.vocabulary()) != vocab_size:
+            raise SiatlJobError(
+                "--vocab_file=%s has %d words but --bert_config_file=%s says vocab_size=%d"
+                % (job.vocab_file, len(self.vocabulary()), job.bert_config_file, vocab_size))
+
+    def build_model(self, num_labels, task_type, parts=model_lib.ALL, gamma_decay_steps=0):
+        job = self.job
+        encoder = self.family.build_encoder(self.config)
+        objective = registry.objectives.get(job.lm_objective)(self.config, self.family)
+        model = model_lib.SiatlClassifier(
+            encoder, objective, num_labels=num_labels, task_type=task_type,
+            hidden_size=job.task_hidden_size, attention_size=job.attention_size,
+            dropout_rate=job.task_dropout, gamma_start=job.aux_lm_weight_start,
+            gamma_end=job.aux_lm_weight_end, gamma_decay=job.aux_lm_weight_decay,
+            gamma_decay_steps=gamma_decay_steps)
+        model.set_trainable_parts(parts)
+        return model
+
+    def init_model(self, model, checkpoint):
+        """Loads the pre-trained LM (network and its objective's weights) from `checkpoint`.
+
+        A checkpoint without the LM objective's weights (a fine-tuned
+        classifier's) loads the network; the objective's bias starts at 0.
+        """
+        language_model = BertPretrainer(model.encoder, [model.lm_objective],
+                                        name="siatl_language_model")
+        return checkpoints.init_from_checkpoint(language_model, checkpoint,
+                                                allow_missing_heads=True)
+
+
+def _require(job, name):
+    if not getattr(job, name):
+        raise SiatlJobError("--%s is required." % name)
+
+
+def _check_job(job):
+    """Checks the settings that need no data; returns `(config, input_format)`."""
+    if not (job.do_train or job.do_eval or job.do_predict):
+        raise SiatlJobError("At least one of `do_train`, `do_eval` or `do_predict` must be True.")
+    for name in ("data_dir", "bert_config_file", "output_dir", "vocab_file"):
+        _require(job, name)
+    if not job.task_name and not job.processor:
+        raise SiatlJobError("Give --task_name (%s) or --processor=path/to/my_task.py:MyProcessor."
+                            % ", ".join(sorted(processors_lib.PROCESSORS)))
+    for name in ("train_batch_size", "eval_batch_size", "predict_batch_size",
+                 "gradient_accumulation_steps", "task_hidden_size"):
+        if getattr(job, name) < 1:
+            raise SiatlJobError("--%s must be positive, got %r." % (name, getattr(job, name)))
+    if job.attention_size is not None and job.attention_size < 1:
+        raise SiatlJobError("--attention_size must be positive, got %r." % job.attention_size)
+    for number in (1, 2, 3):
+        steps = getattr(job, "stage_%d_steps" % number)
+        if steps is not None and steps < 0:
+            raise SiatlJobError("--stage_%d_steps must be >= 0 (0 skips the stage), got %r."
+                                % (number, steps))
+    if not 0 <= job.task_dropout < 1:
+        raise SiatlJobError("--task_dropout must be in [0, 1), got %r." % job.task_dropout)
+    if job.aux_lm_weight_decay not in model_lib.GAMMA_DECAYS:
+        raise SiatlJobError("--aux_lm_weight_decay=%s: expected one of %s"
+                            % (job.aux_lm_weight_decay, ", ".join(model_lib.GAMMA_DECAYS)))
+    for name in ("aux_lm_weight_start", "aux_lm_weight_end"):
+        if not getattr(job, name) >= 0:
+            raise SiatlJobError("--%s must be >= 0, got %r." % (name, getattr(job, name)))
+    if job.aux_lm_weight_decay == model_lib.EXPONENTIAL and (
+            (job.aux_lm_weight_start == 0) != (job.aux_lm_weight_end == 0)):
+        raise SiatlJobError("--aux_lm_weight_decay=exponential cannot reach or leave 0 "
+                            "(--aux_lm_weight_start=%r, --aux_lm_weight_end=%r); use linear"
+                            % (job.aux_lm_weight_start, job.aux_lm_weight_end))
+    if job.unfreeze_steps:
+        raise SiatlJobError("--unfreeze_steps: SiATL unfreezes by stages of its own "
+                            "(--stage_1_steps, --stage_2_steps, --stage_3_steps); leave it 0")
+    validation.validate_training_values(
+        job.do_train, learning_rate=job.learning_rate,
+        save_checkpoints_steps=job.save_checkpoints_steps,
+        keep_checkpoint_max=job.keep_checkpoint_max, log_steps=job.log_steps,
+        num_train_epochs=job.num_train_epochs if job.do_train else None,
+        warmup_proportion=job.warmup_proportion, do_eval=job.do_eval)
+    if job.nan_policy not in trainer_lib.NAN_POLICIES:
+        raise SiatlJobError("--nan_policy=%s: expected one of %s"
+                            % (job.nan_policy, ", ".join(trainer_lib.NAN_POLICIES)))
+    try:
+        family = registry.families.get(job.model_family)
+    except registry.RegistryError as e:
+        raise SiatlJobError("--model_family: %s" % e) from e
+    try:
+        registry.objectives.get(job.lm_objective)
+    except registry.RegistryError as e:
+        raise SiatlJobError("--lm_objective: %s" % e) from e
+    config = family.load_config(job.bert_config_file)
+    input_format = SiatlInputFormat(job, config, family)
+    input_format.check()
+    return config, input_format
+
+
+def _task_type(processor):
+    task_type = getattr(processor, "task_type", processors_lib.CLASSIFICATION)
+    if task_type not in processors_lib.TASK_TYPES:
+        raise SiatlJobError("%s.task_type is %r; expected one of %s."
+                            % (type(processor).__name__, task_type,
+                               ", ".join(processors_lib.TASK_TYPES)))
+    return task_type
+
+
+def run(job):
+    """Runs `job` (train in stages, eval, predict); returns a `SiatlResult`."""
+    config, input_format = _check_job(job)
+    processor = classifier_job.build_processor(job, config.vocab_size)
+    task_type = _task_type(processor)
+    tokenizer = input_format.tokenizer()
+    label_list, num_labels, eval_metrics = classifier_job.labels_and_metrics(
+        processor, task_type)
+    input_format.prepare(processor, task_type, label_list, num_labels)
+    logging.info("Task: %s (%s), labels: %s", type(processor).__name__, task_type, label_list)
+    strategy = settings.start_run(job)
+    with settings.output_dir_lock(job, strategy):
+        return _run_in_output_dir(job, input_format, processor, task_type, tokenizer,
+                                  label_list, num_labels, eval_metrics, strategy)
+
+
+def _checkpoint_step(model_dir):
+    """The update count of the latest checkpoint in `model_dir`, or None."""
+    latest = tf.train.latest_checkpoint(model_dir)
+    if not latest:
+        return None
+    return int(latest.rsplit("-", 1)[1])
+
+
+def _stages_from_checkpoints(stages):
+    """Without training: each stage as long as its checkpoints say (for gamma and global_step)."""
+    result, offset = [], 0
+    for stage in stages:
+        steps = _checkpoint_step(stage.model_dir) or 0
+        result.append(dataclasses.replace(stage, steps=steps, offset=offset))
+        offset += steps
+    return result
+
+
+def _run_in_output_dir(job, input_format, processor, task_type, tokenizer, label_list,
+                       num_labels, eval_metrics, strategy):
+    output_dir = job.output_dir
+    tf.io.gfile.makedirs(output_dir)
+
+    def write_records(examples, name):
+        return input_format.write_records(examples, os.path.join(output_dir, name),
+                                          label_list, task_type, tokenizer)
+
+    steps_per_epoch = num_train_steps = 0
+    train_file = eval_file = predict_file = None
+    if job.do_train:
+        train_examples = processor.get_train_examples(job.data_dir)
+        examples_per_update = job.train_batch_size * job.gradient_accumulation_steps
+        steps_per_epoch = int(len(train_examples) / examples_per_update)
+        num_train_steps = int(len(train_examples) / examples_per_update * job.num_train_epochs)
+        train_file = write_records(train_examples, "train.tf_record")
+    stages = stage_plan(job, steps_per_epoch, num_train_steps)
+    if not job.do_train:
+        stages = _stages_from_checkpoints(stages)
+    active = [stage for stage in stages if stage.steps > 0]
+    if job.do_train and not active:
+        raise SiatlJobError(
+            "%d training examples, --train_batch_size=%d, --num_train_epochs=%s and "
+            "--stage_1_steps/--stage_2_steps/--stage_3_steps make no training step"
+            % (len(train_examples), job.train_batch_size, job.num_train_epochs))
+    total_steps = sum(stage.steps for stage in stages)
+    if job.do_eval:
+        eval_examples = processor.get_dev_examples(job.data_dir)
+        num_actual_eval = len(eval_examples)
+        if not eval_examples:
+            raise SiatlJobError("The dev set in %s has no examples." % job.data_dir)
+        eval_examples = processors_lib.pad_examples(eval_examples, job.eval_batch_size)
+        eval_file = write_records(eval_examples, "eval.tf_record")
+    if job.do_predict:
+        predict_examples = processor.get_test_examples(job.data_dir)
+        num_actual_predict = len(predict_examples)
+        if not predict_examples:
+            raise SiatlJobError("The test set in %s has no examples." % job.data_dir)
+        predict_examples = processors_lib.pad_examples(predict_examples,
+                                                       job.predict_batch_size)
+        predict_file = write_records(predict_examples, "predict.tf_record")
+
+    def input_fn(path, batch_size, is_training):
+        return input_format.input_fn(path, batch_size, is_training, task_type, num_labels)
+
+    def init_from_lm(model):
+        if job.init_checkpoint:
+            input_format.init_model(model, job.init_checkpoint)
+            logging.info("Initialised the language model from %s", job.init_checkpoint)
+        else:
+            logging.warning("No --init_checkpoint: the language model starts from random "
+                            "weights.")
+
+    def make_trainer(stage, init_fn):
+        trainer = trainer_lib.Trainer(
+            strategy,
+            model_fn=lambda: input_format.build_model(num_labels, task_type, stage.parts,
+                                                      gamma_decay_steps=total_steps),
+            optimizer_fn=lambda: optimization.create_optimizer(
+                job.learning_rate, max(1, stage.steps), int(stage.steps * job.warmup_proportion),
+                **job.optimizer_options()),
+            model_dir=stage.model_dir, train_batch_size=job.train_batch_size,
+            num_train_steps=stage.steps, save_checkpoints_steps=job.save_checkpoints_steps,
+            init_fn=init_fn, **job.trainer_options())
+        trainer.model.bind_step(trainer.global_step, stage.offset)
+        return trainer
+
+    def init_from_stage(previous):
+        def init_fn(model):
+            latest = tf.train.latest_checkpoint(previous.model_dir)
+            step = _checkpoint_step(previous.model_dir)
+            if latest is None or step < previous.steps:
+                raise SiatlJobError(
+                    "%s: stage %d ended at update %s of %d; its final checkpoint is missing"
+                    % (previous.model_dir, previous.number, step, previous.steps))
+            status = tf.train.Checkpoint(model=model).restore(latest)
+            status.expect_partial().assert_existing_objects_matched()
+            logging.info("Stage: weights of stage %d from %s", previous.number, latest)
+        return init_fn
+
+    trainer = stage = None
+    if job.do_train:
+        train_input_fn = input_fn(train_file, job.train_batch_size, True)
+        previous = None
+        for stage in active:
+            logging.info("***** SiATL stage %d: training %s layers for %d updates *****",
+                         stage.number, stage.parts, stage.steps)
+            done = _checkpoint_step(stage.model_dir)
+            if done is not None and done >= stage.steps and stage is not active[-1]:
+                logging.info("Stage %d already done (%s).", stage.number, stage.model_dir)
+                previous = stage
+                continue
+            trainer = make_trainer(stage, init_from_lm if previous is None
+                                   else init_from_stage(previous))
+            trainer.train(train_input_fn)
+            previous = stage
+
+    result = SiatlResult(eval_results={}, test_predictions=None, output_dir=output_dir,
+                         stages=stages)
+    if not (job.do_eval or job.do_predict):
+        return result
+    if trainer is None:
+        # Eval/predict only: the latest stage that has a checkpoint, else the LM.
+        done = [s for s in stages if _checkpoint_step(s.model_dir) is not None]
+        stage = done[-1] if done else stages[-1]
+        trainer = make_trainer(stage, init_from_lm)
+        trainer.restore_or_initialize()
+    step_offset = stage.offset
+    output = "predictions" if task_type == processors_lib.REGRESSION else "probabilities"
+
+    if job.do_eval:
+        eval_input_fn = input_fn(eval_file, job.eval_batch_size, False)
+        raw = trainer.evaluate(eval_input_fn, max_steps=None, restore=False)
+        results = {"global_step": raw.pop("global_step") + step_offset}
+        for name, value in raw.items():
+            results["eval_" + name] = value
+        results["loss"] = results["eval_loss"]
+        extra = [m for m in eval_metrics if "eval_" + m not in results]
+        if extra:
+            predictions = trainer.predict(eval_input_fn, [output, "label_ids", "is_real_example"],
+                                          restore=False)
+            values = classifier_lib.compute_metrics(
+                extra, predictions[output], predictions["label_ids"], task_type,
+                predictions["is_real_example"])
+            for name, value in values.items():
+                results["eval_" + name] = value
+        logging.info("Eval: %d examples (%d actual)", len(eval_examples), num_actual_eval)
+        if trainer.is_chief:
+            trainer_lib.write_eval_results(results, os.path.join(output_dir, "eval_results.txt"))
+        print("***** Eval results *****")
+        for key in sorted(results):
+            print("  %s = %s" % (key, results[key]))
+        result.eval_results = results
+
+    if job.do_predict:
+        predictions = trainer.predict(input_fn(predict_file, job.predict_batch_size, False),
+                                      [output], restore=False)
+        values = predictions[output][:num_actual_predict]
+        rows = values.reshape(len(values), -1)
+        path = os.path.join(output_dir, "test_results.tsv")
+        if trainer.is_chief:
+            atomic.write_text(path, "".join("\t".join(str(v) for v in row) + "\n"
+                                            for row in rows))
+        print("Wrote %d predictions to %s" % (len(rows), path))
+        result.test_predictions = rows
+    print("Checkpoints:  %s" % os.path.abspath(output_dir))
+    print("TensorBoard:  tensorboard --logdir %s" % os.path.abspath(output_dir))
+    return result
+
+
+registry.tasks.register("siatl", FineTuningTask(
+    name="siatl",
+    description="SiATL: a pre-trained LSTM LM (ULMFiT's AWD-LSTM) + task BiLSTM with "
+                "self-attention, the LM loss as an auxiliary loss (weight 0.2 -> 0.1), "
+                "sequential unfreezing (new layers, pre-trained layers, all)",
+    model_class=model_lib.SiatlClassifier, job_class=SiatlJob, run=run))
