@@ -8,7 +8,9 @@ The harness drives Transformer encoders (`[batch, seq]` token ids, attention
 maps, an embedding table). A family outside that contract names the module
 that tests it instead (`OWN_CHECKS`): ELMo reads characters of words and
 has no attention; `tests/test_elmo.py` checks its directions by perturbation,
-its character CNN and its objective against NumPy.
+its character CNN and its objective against NumPy. ULMFiT's AWD-LSTM reads
+word ids but has no attention either; `tests/test_ulmfit.py` checks its
+dropouts, its forward LM by perturbation and its tied softmax against NumPy.
 """
 
 import os
@@ -22,7 +24,10 @@ import test_xlnet_harness
 from modeling import registry
 
 # family or objective -> the test module that checks it instead of the harness.
-OWN_CHECKS = {"elmo": "test_elmo.py", "bidirectional_lm": "test_elmo.py"}
+OWN_CHECKS = {"elmo": "test_elmo.py", "bidirectional_lm": "test_elmo.py",
+              "ulmfit": "test_ulmfit.py", "word_lm": "test_ulmfit.py"}
+# CoVe's encoder-decoder: directions, attention and decoder causality by perturbation.
+OWN_CHECKS.update({"cove": "test_cove.py", "translation": "test_cove.py"})
 
 
 def _built_in(table):

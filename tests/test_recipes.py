@@ -37,9 +37,11 @@ STEPS = 1000
 LEARNING_TESTED_HERE = ("albert", "bert", "bert_wwm", "roberta", "spanbert")
 LEARNING_TESTED_ELSEWHERE = {"elmo": "test_elmo_recipe.py",
                              "gpt": "test_gpt_recipe.py", "gpt2": "test_gpt2_recipe.py",
-                             "mass": "test_mass.py", "unilm": "test_unilm.py",
+                             "mass": "test_mass.py", "ulmfit": "test_ulmfit_recipe.py",
+                             "unilm": "test_unilm.py",
                              "unilm_seq2seq": "test_unilm.py",
                              "xlnet": "test_xlnet_pretraining.py"}
+LEARNING_TESTED_ELSEWHERE.update({"cove": "test_cove.py"})
 
 
 def test_registry_and_declarative_files(tmp_path):

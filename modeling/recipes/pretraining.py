@@ -13,6 +13,8 @@ everything.
 The demo job (`demo=True`) splits the bundled corpus by documents (every
 tenth document held out, `data.corpus.split_documents`), makes the
 pipeline's inputs from each part, trains on one and evaluates on the other.
+A pipeline with bundled data of its own (`demo_data_files`, e.g. CoVe's
+parallel text) makes both parts itself (`demo_inputs_from_files`).
 """
 
 import contextlib
@@ -230,7 +232,12 @@ def _run_in_output_dir(job, recipe, pipeline, config, strategy):
     if not tf.io.gfile.exists(config_path):
         config.to_json_file(config_path)
 
-    if job.demo:
+    if job.demo and pipeline.demo_data_files:
+        # A pipeline with its own bundled data (e.g. parallel text) splits it itself.
+        train_inputs, eval_inputs = pipeline.demo_inputs_from_files(
+            [os.path.join(REPO_ROOT, path) for path in pipeline.demo_data_files],
+            os.path.join(output_dir, "data"))
+    elif job.demo:
         texts = sorted(tf.io.gfile.glob(os.path.join(SAMPLE_DIR, "sample_*.txt")))
         data_dir = os.path.join(output_dir, "data")
         train_texts, eval_texts = corpus.split_documents(texts, os.path.join(data_dir, "text"))

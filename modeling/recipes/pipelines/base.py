@@ -8,6 +8,9 @@ job's inputs from the bundled corpus:
     pipeline.vocab_size()                  size of its vocabulary
     pipeline.demo_inputs(train_texts, eval_texts, work_dir)
                                            -> (train_inputs, eval_inputs)
+    pipeline.demo_inputs_from_files(files, work_dir)
+                                           the same from its own bundled data
+                                           (`demo_data_files`), if it has any
     pipeline.input_fn(inputs, is_training, batch_size)
                                            -> input_fn(input_context=None)
     pipeline.baseline_batches(inputs, max_examples)
@@ -51,6 +54,12 @@ class Pipeline:
     #: used by the demo job when no --vocab_file is given.
     demo_vocab_files = {"vocab_file": "data/sample/vocab.txt"}
 
+    #: Bundled data files (repository-relative) from which the demo job makes
+    #: this pipeline's inputs with `demo_inputs_from_files` (e.g. parallel
+    #: text that the pipeline splits itself); None: the demo splits the sample
+    #: corpus by documents and calls `demo_inputs`.
+    demo_data_files = None
+
     def __init__(self, recipe_data, options):
         self.data = dict(recipe_data or {})
         self.options = options
@@ -61,6 +70,11 @@ class Pipeline:
     def demo_inputs(self, train_texts, eval_texts, work_dir):
         """Makes this pipeline's inputs from plain-text training and held-out files."""
         raise NotImplementedError("%s must implement demo_inputs()" % type(self).__name__)
+
+    def demo_inputs_from_files(self, files, work_dir):
+        """`(train_inputs, eval_inputs)` made from `demo_data_files` (absolute paths)."""
+        raise NotImplementedError("%s must implement demo_inputs_from_files()"
+                                  % type(self).__name__)
 
     def input_fn(self, inputs, is_training, batch_size):
         raise NotImplementedError("%s must implement input_fn()" % type(self).__name__)

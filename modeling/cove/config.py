@@ -1,0 +1,159 @@
+"""`CoveConfig`: the hyper-parameters of CoVe's translation model, as a flat JSON file.
+
+    {"vocab_size": 2275, "target_vocab_size": 2275, "embedding_size": 300,
+     "hidden_size": 300, "num_encoder_layers": 2, "num_decoder_layers": 2,
+     "dropout": 0.2}
+
+`vocab_size` is the source (encoder) vocabulary's size, `target_vocab_size`
+the decoder's softmax (the same as `vocab_size` when left out: the bundled
+word vocabulary holds English words and Chinese characters, so one file
+serves both sides). `embedding_size` is the width of the word vectors of both
+sides, `hidden_size` the units of every LSTM (each direction of the
+encoder's BiLSTM, so the encoder's outputs are `2 * hidden_size` wide, and
+the decoder's LSTMs and attentional state). McCann et al. (2017) used 300-d
+GloVe vectors and 300 units per direction: CoVe vectors of 600 dimensions.
+
+Saved as `cove_config.json` by the pre-training job. Every bad value is a
+`CoveConfigError` of one line naming the key (and the file, when read from
+one).
+"""
+
+import difflib
+import json
+import os
+
+from data import atomic
+
+__all__ = ["CONFIG_FILE_NAME", "CoveConfig", "CoveConfigError", "load_cove_config"]
+
+CONFIG_FILE_NAME = "cove_config.json"
+
+_FIELDS = ("vocab_size", "target_vocab_size", "embedding_size", "hidden_size",
+           "num_encoder_layers", "num_decoder_layers", "dropout")
+
+
+class CoveConfigError(ValueError):
+    """A CoVe config (file or dict) with a missing, unknown or invalid value."""
+
+
+def _int(name, value, minimum=1):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+            isinstance(value, float) and not value.is_integer()) or value < minimum:
+        raise CoveConfigError("`%s` must be an integer >= %d, got %r" % (name, minimum, value))
+    return int(value)
+
+
+class CoveConfig:
+    """CoVe's sizes (see the module docstring).
+
+    Args:
+        vocab_size: source words (at least 3: `<S>`, `</S>`, `<UNK>`).
+        target_vocab_size: target words; None: `vocab_size`.
+        embedding_size: word vectors of both sides.
+        hidden_size: units of each LSTM (per direction in the encoder).
+        num_encoder_layers: BiLSTM layers of the encoder (CoVe's: 2).
+        num_decoder_layers: LSTM layers of the decoder (CoVe's: 2).
+        dropout: on every LSTM's input and on the attentional state, in [0, 1).
+    """
+
+    def __init__(self, vocab_size, target_vocab_size=None, embedding_size=300,
+                 hidden_size=300, num_encoder_layers=2, num_decoder_layers=2, dropout=0.2):
+        self.vocab_size = _int("vocab_size", vocab_size, 3)
+        self.target_vocab_size = _int(
+            "target_vocab_size", vocab_size if target_vocab_size is None else target_vocab_size,
+            3)
+        self.embedding_size = _int("embedding_size", embedding_size)
+        self.hidden_size = _int("hidden_size", hidden_size)
+        self.num_encoder_layers = _int("num_encoder_layers", num_encoder_layers)
+        self.num_decoder_layers = _int("num_decoder_layers", num_decoder_layers)
+        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not (
+                0 <= dropout < 1):
+            raise CoveConfigError("`dropout` must be a number in [0, 1), got %r" % (dropout,))
+        self.dropout = float(dropout)
+
+    # ------------------------------------------------------- generic names
+
+    @property
+    def output_size(self):
+        """Width of the encoder's outputs (forward and backward side by side)."""
+        return 2 * self.hidden_size
+
+    @property
+    def feature_size(self):
+        """Width of CoVe's downstream input: [word vectors ; encoder outputs]."""
+        return self.embedding_size + 2 * self.hidden_size
+
+    @property
+    def num_hidden_layers(self):
+        return self.num_encoder_layers
+
+    @property
+    def hidden_dropout_prob(self):
+        return self.dropout
+
+    # ---------------------------------------------------------------- dicts
+
+    @classmethod
+    def from_dict(cls, values):
+        if not isinstance(values, dict):
+            raise CoveConfigError("a CoVe config must be a JSON object, got %s"
+                                  % type(values).__name__)
+        unknown = [key for key in values if key not in _FIELDS]
+        if unknown:
+            close = difflib.get_close_matches(str(unknown[0]), _FIELDS, n=1, cutoff=0.6)
+            raise CoveConfigError("unknown CoVe config key `%s`%s; known: %s" % (
+                unknown[0], " (did you mean `%s`?)" % close[0] if close else "",
+                ", ".join(_FIELDS)))
+        if "vocab_size" not in values:
+            raise CoveConfigError("missing CoVe config key `vocab_size`")
+        return cls(**values)
+
+    def to_dict(self):
+        return {name: getattr(self, name) for name in _FIELDS}
+
+    def to_json_string(self):
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+    def to_json_file(self, path):
+        """Writes the config atomically."""
+        atomic.write_text(path, self.to_json_string())
+
+    @classmethod
+    def from_json_file(cls, path):
+        path = os.fspath(path)
+        if not os.path.isfile(path):
+            raise FileNotFoundError("CoVe config file not found: %s" % path)
+        try:
+            with open(path, encoding="utf-8") as f:
+                values = json.load(f)
+        except (OSError, ValueError) as e:
+            raise CoveConfigError("CoVe config file %s is not valid JSON: %s"
+                                  % (path, e)) from None
+        try:
+            return cls.from_dict(values)
+        except (CoveConfigError, TypeError) as e:
+            raise CoveConfigError("invalid CoVe config file %s: %s" % (path, e)) from None
+
+    def replace(self, **changes):
+        values = self.to_dict()
+        values.update(changes)
+        return type(self)(**values)
+
+    def __eq__(self, other):
+        if not isinstance(other, CoveConfig):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    def __repr__(self):
+        return "CoveConfig(%s)" % json.dumps(self.to_dict(), sort_keys=True)
+
+
+def load_cove_config(path):
+    """Reads a CoVe config file, or `cove_config.json` in a model folder."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        candidate = os.path.join(path, CONFIG_FILE_NAME)
+        if not os.path.isfile(candidate):
+            raise FileNotFoundError("no %s in directory %s" % (CONFIG_FILE_NAME, path))
+        path = candidate
+    return CoveConfig.from_json_file(path)

@@ -1,0 +1,106 @@
+"""CoVe's objective: next target word, teacher forced ("translation").
+
+The network's decoder has read the target sentence `<S> y_1 .. y_n </S>` (its
+`target_ids`) and scores at position t the word t + 1 (`decoder_logits`).
+A prediction counts when its target word is real (`target_mask`; padding is
+at the end, so its input word is real too):
+
+    loss     = sum w * CE / (sum w + 1e-5)
+    metrics  <name>_loss       (sum w*CE, sum w)      nats per target word
+             <name>_accuracy   (sum w*correct, sum w)
+
+Baseline: the unigram model of the training targets (`y_1 .. </S>`, add-one
+smoothed over the target vocabulary), scored on the held-out targets: what a
+"translation" that ignores both the source and the target prefix gets.
+"""
+
+import keras
+import tensorflow as tf
+
+from modeling import registry
+from modeling.layers.common import PACKAGE as _PACKAGE
+from modeling.objectives.base import Objective
+from modeling.objectives.base import perplexities
+from modeling.objectives.base import _per_example_cross_entropy
+from modeling.objectives.base import _stat
+
+__all__ = ["TranslationObjective", "shifted_targets"]
+
+
+def shifted_targets(target_ids, target_mask=None):
+    """`(targets, weights)` `[batch, T - 1]`: position t predicts word t + 1 when it is real."""
+    targets = target_ids[:, 1:]
+    if target_mask is None:
+        weights = tf.ones(tf.shape(targets), tf.float32)
+    else:
+        mask = tf.cast(target_mask, tf.float32)
+        weights = mask[:, 1:] * mask[:, :-1]
+    return targets, weights
+
+
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class TranslationObjective(Objective):
+    """Teacher-forced target-word cross-entropy of an encoder-decoder (`CoveNetwork`).
+
+    Args:
+        target_vocab_size: words of the decoder's softmax (for the baseline).
+        loss_weight: see `Objective`.
+    """
+
+    def __init__(self, target_vocab_size, loss_weight=1.0, **kwargs):
+        kwargs.setdefault("name", "translation")
+        super().__init__(loss_weight=loss_weight, **kwargs)
+        self.target_vocab_size = int(target_vocab_size)
+        self.build()
+
+    def build(self, input_shape=None):
+        self.built = True
+
+    def call(self, encoder_outputs, features, training=None):
+        del training
+        if "decoder_logits" not in encoder_outputs:
+            raise ValueError("The %s objective needs the network's 'decoder_logits' (a "
+                             "CoveNetwork given 'target_ids')" % self.name)
+        logits = encoder_outputs["decoder_logits"]
+        outputs = {self.name + "_logits": logits}
+        if "target_ids" not in features:
+            return {"losses": {}, "metrics": {}, "outputs": outputs}
+        target_ids = tf.cast(features["target_ids"], tf.int32)
+        targets, weights = shifted_targets(target_ids, features.get("target_mask"))
+        logits = logits[:, :-1]
+        per_token = _per_example_cross_entropy(logits, targets)
+        correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), targets),
+                          tf.float32)
+        total = tf.reduce_sum(weights * per_token)
+        count = tf.reduce_sum(weights)
+        metrics = {self.name + "_loss": _stat(total, count),
+                   self.name + "_accuracy": _stat(tf.reduce_sum(weights * correct), count)}
+        return {"losses": {self.name + "_loss": total / (count + 1e-5)},
+                "metrics": metrics, "outputs": outputs}
+
+    # ------------------------------------------------------------- baseline
+
+    def baseline_targets(self, features):
+        ids = features["target_ids"]
+        mask = features.get("target_mask")
+        if mask is None:
+            return ids[:, 1:].reshape(-1).tolist()
+        keep = (mask[:, 1:] > 0) & (mask[:, :-1] > 0)
+        return ids[:, 1:][keep].tolist()
+
+    def baseline_num_classes(self):
+        return self.target_vocab_size
+
+    def derived_metrics(self, results):
+        return perplexities(results, self.name, self.baseline_kind)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(target_vocab_size=self.target_vocab_size)
+        return config
+
+
+@registry.objectives.register("translation")
+def _translation(config, family, **kwargs):
+    del family
+    return TranslationObjective(target_vocab_size=config.target_vocab_size, **kwargs)

@@ -1,0 +1,204 @@
+"""CoVe's input pipeline ("cove"): parallel text, `source<TAB>target` per line.
+
+Each side is split into words by `data.tokenization.BasicTokenizer`
+(punctuation split off, every CJK character a word, optional lower casing),
+so English sentences become words and Chinese sentences characters, and
+mapped to ids by one word vocabulary (`--vocab_file`: ELMo's format,
+`modeling.elmo.vocabulary`: `<S> </S> <UNK>`, then words; the bundled
+`data/sample/elmo/vocab.txt` holds the bundled corpus's English words and
+Chinese characters, so it serves both sides). One example per line:
+
+    input_ids    [max_seq_length] int32   <S> source words </S>, cut, 0-padded
+    input_mask   [max_seq_length] int32   1 for a word, 0 for padding
+    target_ids   [max_seq_length] int32   <S> target words </S>, cut, 0-padded
+    target_mask  [max_seq_length] int32
+
+A line that is not `source<TAB>target` with two non-empty sides stops the
+run with one line naming the file and line (`ParallelFileError`); blank lines
+are skipped.
+
+The demo job (`run_pretraining.py --recipe=cove`, no input flags) reads the
+bundled `data/sample/parallel_en_zh.tsv` (English and Chinese, line-aligned)
+and holds out every tenth pair (the 10th, 20th, ...), written to
+`<output_dir>/data/{train,eval}.tsv`. Reading runs in Python
+(`tf.data.Dataset.from_generator`); training reads the files in a seeded
+shuffled order, forever, through a shuffle buffer; evaluation and the
+baseline read every pair once, in file order. With several input pipelines
+each takes every k-th pair.
+"""
+
+import os
+import random
+
+import numpy as np
+import tensorflow as tf
+
+from data import atomic
+from data import corpus as corpus_lib
+from data import tokenization
+from modeling import registry
+from modeling.elmo import vocabulary as vocab_lib
+from modeling.recipes.pipelines.base import Pipeline
+
+__all__ = ["CovePipeline", "ParallelFileError", "pair_features", "read_pairs", "split_pairs"]
+
+SAMPLE_PARALLEL_FILE = "data/sample/parallel_en_zh.tsv"
+EVAL_EVERY = 10
+
+
+class ParallelFileError(ValueError):
+    """A parallel file line that is not `source<TAB>target` (the message names file and line)."""
+
+
+def read_pairs(path):
+    """Yields `(line number, source, target)` of a `source<TAB>target` file; blank lines skipped.
+
+    Raises:
+        ParallelFileError: a line without exactly one tab, with an empty side,
+            or not UTF-8 (naming the file and line).
+    """
+    with corpus_lib.open_file(path) as f:
+        for lineno, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as e:
+                raise ParallelFileError("%s:%d: not UTF-8 (%s); expected source<TAB>target"
+                                        % (path, lineno, e.reason)) from None
+            if not line.strip():
+                continue
+            parts = line.split("\t")
+            if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
+                raise ParallelFileError(
+                    "%s:%d: expected source<TAB>target (one tab, two non-empty sides), got "
+                    "%d field(s): %r" % (path, lineno, len(parts), line[:80]))
+            yield lineno, parts[0].strip(), parts[1].strip()
+
+
+def split_pairs(pairs, eval_every=EVAL_EVERY):
+    """`(train, held_out)`: every `eval_every`-th pair (the 10th, 20th, ...) held out."""
+    held_out = [p for i, p in enumerate(pairs) if i % eval_every == eval_every - 1]
+    train = [p for i, p in enumerate(pairs) if i % eval_every != eval_every - 1]
+    return train, held_out
+
+
+def _ids(words, vocab, max_seq_length):
+    words = ([vocab_lib.BOS] + list(words) + [vocab_lib.EOS])[:max_seq_length]
+    ids = np.zeros([max_seq_length], np.int32)
+    mask = np.zeros([max_seq_length], np.int32)
+    ids[:len(words)] = vocab.ids(words)
+    mask[:len(words)] = 1
+    return ids, mask
+
+
+def pair_features(source_words, target_words, vocab, max_seq_length):
+    """The features of one pair (lists of words, without <S> and </S>) as NumPy arrays."""
+    if max_seq_length < 3:
+        raise ValueError("max_seq_length must be at least 3 (<S>, a word, </S>), got %d"
+                         % max_seq_length)
+    input_ids, input_mask = _ids(source_words, vocab, max_seq_length)
+    target_ids, target_mask = _ids(target_words, vocab, max_seq_length)
+    return {"input_ids": input_ids, "input_mask": input_mask,
+            "target_ids": target_ids, "target_mask": target_mask}
+
+
+@registry.pipelines.register("cove")
+class CovePipeline(Pipeline):
+    """Parallel text -> CoVe's translation examples (see the module docstring)."""
+
+    data_options = ()
+
+    demo_vocab_files = {"vocab_file": "data/sample/elmo/vocab.txt"}
+
+    # The demo reads its own bundled data (line-aligned pairs), not the
+    # sample corpus split by documents (`demo_inputs_from_files`).
+    demo_data_files = (SAMPLE_PARALLEL_FILE,)
+
+    def __init__(self, recipe_data, options):
+        super().__init__(recipe_data, options)
+        self._vocab = None
+
+    def vocabulary(self):
+        if self._vocab is None:
+            if not self.options.vocab_file:
+                raise ValueError("--vocab_file (a word list starting <S> </S> <UNK>) is "
+                                 "required by the cove pipeline")
+            self._vocab = vocab_lib.WordVocabulary(self.options.vocab_file)
+        return self._vocab
+
+    def vocab_size(self):
+        return len(self.vocabulary())
+
+    def demo_inputs_from_files(self, files, work_dir):
+        """Every tenth pair of `files` held out: `([train.tsv], [eval.tsv])` in `work_dir`."""
+        pairs = []
+        for path in files:
+            pairs.extend((source, target) for _, source, target in read_pairs(path))
+        train, held_out = split_pairs(pairs)
+        if not held_out:
+            raise ParallelFileError("%s: %d pairs are too few to hold out every %d-th"
+                                    % (",".join(files), len(pairs), EVAL_EVERY))
+        outputs = []
+        for name, part in (("train.tsv", train), ("eval.tsv", held_out)):
+            path = os.path.join(work_dir, name)
+            atomic.write_text(path, "".join("%s\t%s\n" % pair for pair in part))
+            outputs.append([path])
+        return outputs[0], outputs[1]
+
+    def demo_inputs(self, train_texts, eval_texts, work_dir):
+        raise NotImplementedError("the cove pipeline reads parallel text (source<TAB>target), "
+                                  "not the sample corpus: see demo_inputs_from_files")
+
+    def check_inputs(self, inputs):
+        """Every line of every file is `source<TAB>target`; at least one pair."""
+        files = corpus_lib.expand_file_patterns(inputs)
+        self.check_vocab_files()
+        count = 0
+        for path in files:
+            count += sum(1 for _ in read_pairs(path))
+        if not count:
+            raise ParallelFileError("%s: no sentence pairs; expected source<TAB>target lines"
+                                    % ",".join(files))
+
+    def _pairs(self, files, shuffle_seed):
+        tokenizer = tokenization.BasicTokenizer(self.options.do_lower_case)
+        files = list(files)
+        if shuffle_seed is not None:
+            random.Random(shuffle_seed).shuffle(files)
+        for path in files:
+            for _, source, target in read_pairs(path):
+                yield tokenizer.tokenize(source), tokenizer.tokenize(target)
+
+    def input_fn(self, inputs, is_training, batch_size):
+        files = corpus_lib.expand_file_patterns(inputs)
+        vocab = self.vocabulary()
+        max_len = self.options.max_seq_length
+        seed = self.options.seed
+        if seed is None:
+            seed = random.SystemRandom().randrange(2 ** 31)
+
+        def input_fn(input_context=None):
+            pipelines = input_context.num_input_pipelines if input_context else 1
+            pipeline_id = input_context.input_pipeline_id if input_context else 0
+            per_replica = (input_context.get_per_replica_batch_size(batch_size)
+                           if input_context else batch_size)
+            epochs = [0]
+
+            def generate():
+                epoch_seed = None
+                if is_training:
+                    epoch_seed = seed + 1000003 * epochs[0]
+                    epochs[0] += 1
+                for number, (source, target) in enumerate(self._pairs(files, epoch_seed)):
+                    if number % pipelines == pipeline_id:
+                        yield pair_features(source, target, vocab, max_len)
+
+            spec = tf.TensorSpec([max_len], tf.int32)
+            signature = {"input_ids": spec, "input_mask": spec,
+                         "target_ids": spec, "target_mask": spec}
+            d = tf.data.Dataset.from_generator(generate, output_signature=signature)
+            if is_training:
+                d = d.repeat().shuffle(4096, seed=seed)
+            d = d.batch(per_replica, drop_remainder=is_training)
+            return d.prefetch(tf.data.AUTOTUNE)
+
+        return input_fn
