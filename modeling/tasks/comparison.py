@@ -137,6 +137,12 @@ def count_parameters(checkpoint_dir):
 
 
 def _pretrain(job, recipe, work_dir, **overrides):
+    """Runs (or resumes, or reuses) a recipe's demo pre-training; returns its time in seconds.
+
+    The time of the run that trained it is kept beside the checkpoints
+    (`comparison_pretraining.json`), so a reused pre-training reports the
+    time it took, not the seconds of restoring it.
+    """
     output_dir = os.path.join(work_dir, "pretrain_" + recipe)
     settings = dict(recipe=recipe, output_dir=output_dir, seed=job.seed)
     if job.pretrain_steps is not None:
@@ -145,9 +151,21 @@ def _pretrain(job, recipe, work_dir, **overrides):
                         save_checkpoints_steps=job.pretrain_steps)
     settings.update(overrides)
     demo = pretraining.PretrainingJob.for_demo(**settings)
+    record_path = os.path.join(output_dir, "comparison_pretraining.json")
+    record = None
+    if tf.io.gfile.exists(record_path):
+        with tf.io.gfile.GFile(record_path) as f:
+            record = json.load(f)
     start = time.time()
     results = pretraining.run(demo)
-    return output_dir, demo, results, time.time() - start
+    seconds = time.time() - start
+    if record is not None and record.get("num_train_steps") == demo.num_train_steps:
+        seconds = record["seconds"]
+    else:
+        with atomic.atomic_output(record_path) as out:
+            out.write(json.dumps({"num_train_steps": demo.num_train_steps,
+                                  "seconds": round(seconds, 1)}) + "\n")
+    return output_dir, demo, results, seconds
 
 
 def _classifier_job(job, task, output_dir, **settings):
@@ -170,28 +188,72 @@ def _run_classifier(job, task, output_dir, **settings):
 
     start = time.time()
     result = classifier_job.run(_classifier_job(job, task, output_dir, **settings))
-    return result.eval_results["eval_accuracy"], time.time() - start
+    return result.eval_results["eval_accuracy"], time.time() - start, output_dir
+
+
+def _steps_per_epoch(job, task):
+    return max(1, task["train_examples"] // job.train_batch_size)
 
 
 def _bert(job, task, work_dir):
     pre_dir, demo, _, pre_time = _pretrain(job, "bert", work_dir)
-    accuracy, fine_time = _run_classifier(
+    return pre_time, "fine-tuned Transformer", _run_classifier(
         job, task, os.path.join(work_dir, "finetune_bert"), model_family="bert",
         bert_config_file=os.path.join(pre_dir, "bert_config.json"), vocab_file=demo.vocab_file,
         init_checkpoint=pre_dir, learning_rate=1e-4)
-    return accuracy, pre_time, fine_time, "fine-tuned Transformer"
 
 
 def _elmo(job, task, work_dir):
     pre_dir, demo, _, pre_time = _pretrain(job, "elmo", work_dir)
-    accuracy, fine_time = _run_classifier(
+    return pre_time, "frozen biLM features", _run_classifier(
         job, task, os.path.join(work_dir, "finetune_elmo"), model_family="elmo",
         bert_config_file=os.path.join(pre_dir, "elmo_options.json"), vocab_file=demo.vocab_file,
         init_checkpoint=pre_dir, learning_rate=3e-3)
-    return accuracy, pre_time, fine_time, "frozen biLM features"
 
 
-RUNNERS = {"bert": _bert, "elmo": _elmo}
+def _ulmfit(job, task, work_dir):
+    pre_dir, demo, _, pre_time = _pretrain(job, "ulmfit", work_dir)
+    # ULMFiT's three techniques; every layer group is unfrozen by half the budget.
+    return pre_time, "fine-tuned AWD-LSTM, concat pooling", _run_classifier(
+        job, task, os.path.join(work_dir, "finetune_ulmfit"), model_family="ulmfit",
+        bert_config_file=os.path.join(pre_dir, "ulmfit_config.json"),
+        vocab_file=demo.vocab_file, init_checkpoint=pre_dir, learning_rate=1e-2,
+        lr_schedule="stlr", layer_lr_decay=2.6,
+        unfreeze_steps=max(1, _steps_per_epoch(job, task) // 3))
+
+
+def _siatl(job, task, work_dir):
+    from modeling.siatl import job as siatl_job  # pylint: disable=g-import-not-at-top
+
+    pre_dir, demo, _, pre_time = _pretrain(job, "ulmfit", work_dir)
+    output_dir = os.path.join(work_dir, "finetune_siatl")
+    per_epoch = _steps_per_epoch(job, task)
+    total = max(3, int(round(job.num_train_epochs * per_epoch)))
+    # The same number of updates as the others: a sixth new layers only, a
+    # sixth the LM only, then everything.
+    values = dataclasses.asdict(_classifier_job(job, task, output_dir))
+    known = {f.name for f in dataclasses.fields(siatl_job.SiatlJob)}
+    values = {k: v for k, v in values.items() if k in known}
+    values.update(model_family="ulmfit", bert_config_file=os.path.join(pre_dir, "ulmfit_config.json"),
+                  vocab_file=demo.vocab_file, init_checkpoint=pre_dir, learning_rate=1e-3,
+                  stage_1_steps=total // 6, stage_2_steps=total // 6,
+                  stage_3_steps=total - 2 * (total // 6))
+    start = time.time()
+    result = siatl_job.run(siatl_job.SiatlJob(**values))
+    return pre_time, "AWD-LSTM + aux LM loss, 3 stages", (
+        result.eval_results["eval_accuracy"], time.time() - start,
+        os.path.join(output_dir, "stage_3"))
+
+
+def _cove(job, task, work_dir):
+    pre_dir, demo, _, pre_time = _pretrain(job, "cove", work_dir)
+    return pre_time, "frozen MT encoder features", _run_classifier(
+        job, task, os.path.join(work_dir, "finetune_cove"), model_family="cove",
+        bert_config_file=os.path.join(pre_dir, "cove_config.json"), vocab_file=demo.vocab_file,
+        init_checkpoint=pre_dir, learning_rate=3e-3)
+
+
+RUNNERS = {"bert": _bert, "elmo": _elmo, "ulmfit": _ulmfit, "siatl": _siatl, "cove": _cove}
 
 
 def compare(job):
@@ -210,12 +272,13 @@ def compare(job):
     tf.io.gfile.makedirs(work_dir)
     task, counts = build_word_order_task(os.path.join(work_dir, "task"), job.seed)
     rows = []
+    task = dict(task, train_examples=counts["train"])
     for name in job.models:
-        accuracy, pre_time, fine_time, how = RUNNERS[name](job, task, work_dir)
+        pre_time, how, (accuracy, fine_time, checkpoint_dir) = RUNNERS[name](job, task, work_dir)
         rows.append({
             "model": name, "how": how, "eval_accuracy": float(accuracy),
             "pretrain_seconds": round(pre_time, 1), "finetune_seconds": round(fine_time, 1),
-            "parameters": count_parameters(os.path.join(work_dir, "finetune_" + name)),
+            "parameters": count_parameters(checkpoint_dir),
         })
     report = {"task": {"train_examples": counts["train"], "dev_examples": counts["dev"],
                        "chance": 0.5},

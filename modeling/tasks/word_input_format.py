@@ -44,13 +44,20 @@ from data import tokenization
 from data.processors import features as features_lib
 from modeling import checkpoints
 from modeling.checkpoints import object_based
-from modeling.elmo import vocabulary as vocab_lib
 from modeling.tasks import classification
 from modeling.tasks import input_formats
 from modeling.tasks.input_formats import ClassifierJobError
 
 __all__ = ["FrozenFeatureClassifier", "WordInputFormat", "WordTokenizer",
            "load_network_weights", "packed_words", "word_features"]
+
+
+def _vocab_lib():
+    # Imported when used: `modeling.elmo` registers its input format (a
+    # subclass of `WordInputFormat`) when imported, so a module-level import
+    # here would be circular.
+    from modeling.elmo import vocabulary  # pylint: disable=g-import-not-at-top
+    return vocabulary
 
 
 class WordTokenizer:
@@ -79,7 +86,7 @@ def packed_words(words_a, words_b, max_seq_length):
     else:
         words_a = words_a[: max_seq_length - 2]
     return packing.pack(words_a, words_b or None, max_seq_length,
-                        cls=vocab_lib.BOS, sep=vocab_lib.EOS)
+                        cls=_vocab_lib().BOS, sep=_vocab_lib().EOS)
 
 
 def word_features(words_a, words_b, tokenizer, max_seq_length, max_characters_per_token=None):
@@ -91,7 +98,7 @@ def word_features(words_a, words_b, tokenizer, max_seq_length, max_characters_pe
         return tuple(padded)
     char_ids = np.zeros([max_seq_length, max_characters_per_token], np.int64)
     for i, word in enumerate(words):
-        char_ids[i] = vocab_lib.word_char_ids(word, max_characters_per_token)
+        char_ids[i] = _vocab_lib().word_char_ids(word, max_characters_per_token)
     return tuple(padded) + (char_ids,)
 
 
@@ -110,10 +117,10 @@ class WordInputFormat(input_formats.InputFormat):
 
     def check(self):
         job = self.job
-        if job.lm_loss_weight is not None:
+        if getattr(job, "lm_loss_weight", None) is not None:
             raise ClassifierJobError("--lm_loss_weight: --model_family=%s has no auxiliary "
                                      "language-model loss in run_classifier" % job.model_family)
-        if (job.input_transformation or "auto") != "auto":
+        if (getattr(job, "input_transformation", None) or "auto") != "auto":
             raise ClassifierJobError("--input_transformation=%s: --model_family=%s reads "
                                      "<S> a </S> b </S>; only auto applies"
                                      % (job.input_transformation, job.model_family))
@@ -133,7 +140,7 @@ class WordInputFormat(input_formats.InputFormat):
                                          "vocabulary (<S> </S> <UNK>, then one word per line)"
                                          % self.job.model_family)
             try:
-                self._vocab = vocab_lib.WordVocabulary(self.job.vocab_file)
+                self._vocab = _vocab_lib().WordVocabulary(self.job.vocab_file)
             except (ValueError, OSError) as e:
                 raise ClassifierJobError("--vocab_file: %s" % e) from e
         return self._vocab
