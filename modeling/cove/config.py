@@ -19,10 +19,8 @@ one).
 """
 
 import difflib
-import json
-import os
 
-from data import atomic
+from modeling import json_config
 
 __all__ = ["CONFIG_FILE_NAME", "CoveConfig", "CoveConfigError", "load_cove_config"]
 
@@ -43,7 +41,7 @@ def _int(name, value, minimum=1):
     return int(value)
 
 
-class CoveConfig:
+class CoveConfig(json_config.JsonConfig):
     """CoVe's sizes (see the module docstring).
 
     Args:
@@ -55,6 +53,10 @@ class CoveConfig:
         num_decoder_layers: LSTM layers of the decoder (CoVe's: 2).
         dropout: on every LSTM's input and on the attentional state, in [0, 1).
     """
+
+    KIND = "CoVe config"
+    ERROR = CoveConfigError
+    FILE_NAME = CONFIG_FILE_NAME
 
     def __init__(self, vocab_size, target_vocab_size=None, embedding_size=300,
                  hidden_size=300, num_encoder_layers=2, num_decoder_layers=2, dropout=0.2):
@@ -111,49 +113,12 @@ class CoveConfig:
     def to_dict(self):
         return {name: getattr(self, name) for name in _FIELDS}
 
-    def to_json_string(self):
-        return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
-
-    def to_json_file(self, path):
-        """Writes the config atomically."""
-        atomic.write_text(path, self.to_json_string())
-
-    @classmethod
-    def from_json_file(cls, path):
-        path = os.fspath(path)
-        if not os.path.isfile(path):
-            raise FileNotFoundError("CoVe config file not found: %s" % path)
-        try:
-            with open(path, encoding="utf-8") as f:
-                values = json.load(f)
-        except (OSError, ValueError) as e:
-            raise CoveConfigError("CoVe config file %s is not valid JSON: %s"
-                                  % (path, e)) from None
-        try:
-            return cls.from_dict(values)
-        except (CoveConfigError, TypeError) as e:
-            raise CoveConfigError("invalid CoVe config file %s: %s" % (path, e)) from None
-
     def replace(self, **changes):
         values = self.to_dict()
         values.update(changes)
         return type(self)(**values)
 
-    def __eq__(self, other):
-        if not isinstance(other, CoveConfig):
-            return NotImplemented
-        return self.to_dict() == other.to_dict()
-
-    def __repr__(self):
-        return "CoveConfig(%s)" % json.dumps(self.to_dict(), sort_keys=True)
-
 
 def load_cove_config(path):
     """Reads a CoVe config file, or `cove_config.json` in a model folder."""
-    path = os.fspath(path)
-    if os.path.isdir(path):
-        candidate = os.path.join(path, CONFIG_FILE_NAME)
-        if not os.path.isfile(candidate):
-            raise FileNotFoundError("no %s in directory %s" % (CONFIG_FILE_NAME, path))
-        path = candidate
-    return CoveConfig.from_json_file(path)
+    return CoveConfig.load(path)

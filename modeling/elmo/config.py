@@ -33,10 +33,8 @@ generic code.
 
 import copy
 import difflib
-import json
-import os
 
-from data import atomic
+from modeling import json_config
 from modeling.elmo import vocabulary
 
 __all__ = ["ElmoConfig", "ElmoConfigError", "load_elmo_config"]
@@ -81,7 +79,7 @@ def _optional_positive(name, value):
     return float(value)
 
 
-class ElmoConfig:
+class ElmoConfig(json_config.JsonConfig):
     """ELMo's options (see the module docstring); flat attributes, nested file.
 
     Args:
@@ -103,6 +101,10 @@ class ElmoConfig:
         bidirectional: must be True (ELMo's two language models).
         **extra: bilm-tf's training-loop keys, kept and written back.
     """
+
+    KIND = "ELMo options"
+    ERROR = ElmoConfigError
+    FILE_NAME = "elmo_options.json"
 
     def __init__(self, vocab_size, char_embedding_dim=16,
                  filters=((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 1024)),
@@ -241,29 +243,6 @@ class ElmoConfig:
         out.update(copy.deepcopy(self.extra))
         return out
 
-    def to_json_string(self):
-        return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
-
-    def to_json_file(self, path):
-        """Writes the options atomically (a temporary file renamed over `path`)."""
-        atomic.write_text(path, self.to_json_string())
-
-    @classmethod
-    def from_json_file(cls, path):
-        path = os.fspath(path)
-        if not os.path.isfile(path):
-            raise FileNotFoundError("ELMo options file not found: %s" % path)
-        try:
-            with open(path, encoding="utf-8") as f:
-                values = json.load(f)
-        except (OSError, ValueError) as e:
-            raise ElmoConfigError("ELMo options file %s is not valid JSON: %s"
-                                  % (path, e)) from None
-        try:
-            return cls.from_dict(values)
-        except (ElmoConfigError, TypeError) as e:
-            raise ElmoConfigError("Invalid ELMo options file %s: %s" % (path, e)) from None
-
     def replace(self, **changes):
         values = {name: getattr(self, name) for name in (
             "vocab_size", "char_embedding_dim", "filters", "n_highway",
@@ -274,21 +253,7 @@ class ElmoConfig:
         values.update(changes)
         return type(self)(**values)
 
-    def __eq__(self, other):
-        if not isinstance(other, ElmoConfig):
-            return NotImplemented
-        return self.to_dict() == other.to_dict()
-
-    def __repr__(self):
-        return "ElmoConfig(%s)" % json.dumps(self.to_dict(), sort_keys=True)
-
 
 def load_elmo_config(path):
     """Reads an ELMo options file, or `elmo_options.json` in a model folder."""
-    path = os.fspath(path)
-    if os.path.isdir(path):
-        candidate = os.path.join(path, "elmo_options.json")
-        if not os.path.isfile(candidate):
-            raise FileNotFoundError("No elmo_options.json in directory %s" % path)
-        path = candidate
-    return ElmoConfig.from_json_file(path)
+    return ElmoConfig.load(path)

@@ -47,7 +47,7 @@ one-line message naming the flag, file or line. Registered as
 
 import dataclasses
 import os
-from typing import List, Optional
+from typing import Optional
 
 from absl import logging
 import numpy as np
@@ -56,7 +56,6 @@ import tensorflow as tf
 from data import atomic
 from data import processors as processors_lib
 from modeling import checkpoints
-from modeling import elmo  # before word_input_format, which imports the elmo package  # noqa: F401
 from modeling import registry
 from modeling.objectives.base import BertPretrainer
 from modeling.siatl import model as model_lib
@@ -81,54 +80,20 @@ class SiatlJobError(ClassifierJobError):
 
 
 @dataclasses.dataclass
-class SiatlJob(settings.TrainerSettings):
-    """Everything a SiATL run needs; the fields are `run/run_siatl.py`'s flags."""
+class SiatlJob(classifier_job.ClassifierJob):
+    """Everything a SiATL run needs; the fields are `run/run_siatl.py`'s flags.
+
+    run_classifier's fields (its data flags, batch sizes, epochs), with SiATL's
+    defaults for the family and the rate, plus SiATL's own. run_classifier's
+    GPT-only, export and tf.data-service fields are refused if set.
+    """
 
     # The pre-trained LM: its family (config file format and network) and the
     # registered objective it was pre-trained with (the auxiliary loss).
     model_family: str = "ulmfit"
     lm_objective: str = "word_lm"
-    # run_classifier's flags.
-    data_dir: Optional[str] = None
-    bert_config_file: Optional[str] = None
-    task_name: Optional[str] = None
-    vocab_file: Optional[str] = None
-    output_dir: Optional[str] = None
-    init_checkpoint: Optional[str] = None
-    do_lower_case: bool = True
     max_seq_length: int = 64
-    do_train: bool = False
-    do_eval: bool = False
-    do_predict: bool = False
-    train_batch_size: int = 32
-    eval_batch_size: int = 8
-    predict_batch_size: int = 8
     learning_rate: float = 1e-3
-    num_train_epochs: float = 3.0
-    warmup_proportion: float = 0.1
-    save_checkpoints_steps: int = 1000
-    processor: object = None
-    file_format: str = "tsv"
-    text_a_column: Optional[str] = "0"
-    text_b_column: Optional[str] = None
-    label_column: Optional[str] = "1"
-    guid_column: Optional[str] = None
-    has_header: bool = True
-    labels: Optional[List[str]] = None
-    task_type: str = processors_lib.CLASSIFICATION
-    label_separator: str = ","
-    train_file: Optional[str] = None
-    dev_file: Optional[str] = None
-    test_file: Optional[str] = None
-    eval_metrics: Optional[List[str]] = None
-    ids_num_labels: Optional[int] = None
-    ids_label_from_last_id: bool = False
-    ids_cls_id: Optional[int] = None
-    ids_sep_id: Optional[int] = None
-    ids_offset: int = 0
-    ids_keep: str = "first"
-    xnli_language: str = "zh"
-    seed: Optional[int] = None
     # SiATL: sequential unfreezing (updates per stage; None: see the module
     # docstring), the task model, the auxiliary LM loss weight.
     stage_1_steps: Optional[int] = None
@@ -226,6 +191,14 @@ def _check_job(job):
         raise SiatlJobError("At least one of `do_train`, `do_eval` or `do_predict` must be True.")
     for name in ("data_dir", "bert_config_file", "output_dir", "vocab_file"):
         _require(job, name)
+    for name in ("merges_file", "lm_loss_weight", "export_dir", "data_service_address",
+                 "data_service_job_name"):
+        if getattr(job, name) is not None:
+            raise SiatlJobError("--%s is run_classifier's; SiATL has no use for it (its "
+                                "auxiliary LM weight is --aux_lm_weight_start/_end)" % name)
+    if job.input_transformation != "auto":
+        raise SiatlJobError("--input_transformation=%s: SiATL reads <S> a </S> b </S>; only "
+                            "auto applies" % job.input_transformation)
     if not job.task_name and not job.processor:
         raise SiatlJobError("Give --task_name (%s) or --processor=path/to/my_task.py:MyProcessor."
                             % ", ".join(sorted(processors_lib.PROCESSORS)))

@@ -33,10 +33,8 @@ The defaults are fastai's LM configuration (the paper's sizes; fastai's
 """
 
 import difflib
-import json
-import os
 
-from data import atomic
+from modeling import json_config
 from modeling.elmo import vocabulary
 
 __all__ = ["AwdLstmConfig", "AwdLstmConfigError", "load_awd_lstm_config", "CONFIG_FILE_NAME"]
@@ -76,7 +74,7 @@ def _bool(name, value):
     return value
 
 
-class AwdLstmConfig:
+class AwdLstmConfig(json_config.JsonConfig):
     """The AWD-LSTM's configuration (see the module docstring).
 
     Args:
@@ -89,6 +87,10 @@ class AwdLstmConfig:
         out_bias: the LM softmax has a bias.
         initrange: the embedding matrix's initial uniform range.
     """
+
+    KIND = "AWD-LSTM config"
+    ERROR = AwdLstmConfigError
+    FILE_NAME = CONFIG_FILE_NAME
 
     def __init__(self, vocab_size, embedding_size=400, hidden_size=1150, num_hidden_layers=3,
                  embed_p=0.02, input_p=0.25, weight_p=0.2, hidden_p=0.15, output_p=0.1,
@@ -138,49 +140,12 @@ class AwdLstmConfig:
     def to_dict(self):
         return {key: getattr(self, attr) for key, attr in _FIELDS}
 
-    def to_json_string(self):
-        return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
-
-    def to_json_file(self, path):
-        """Writes the config atomically (a temporary file renamed over `path`)."""
-        atomic.write_text(path, self.to_json_string())
-
-    @classmethod
-    def from_json_file(cls, path):
-        path = os.fspath(path)
-        if not os.path.isfile(path):
-            raise FileNotFoundError("AWD-LSTM config file not found: %s" % path)
-        try:
-            with open(path, encoding="utf-8") as f:
-                values = json.load(f)
-        except (OSError, ValueError) as e:
-            raise AwdLstmConfigError("AWD-LSTM config file %s is not valid JSON: %s"
-                                     % (path, e)) from None
-        try:
-            return cls.from_dict(values)
-        except AwdLstmConfigError as e:
-            raise AwdLstmConfigError("Invalid AWD-LSTM config file %s: %s" % (path, e)) from None
-
     def replace(self, **changes):
         values = {attr: getattr(self, attr) for _, attr in _FIELDS}
         values.update(changes)
         return type(self)(**values)
 
-    def __eq__(self, other):
-        if not isinstance(other, AwdLstmConfig):
-            return NotImplemented
-        return self.to_dict() == other.to_dict()
-
-    def __repr__(self):
-        return "AwdLstmConfig(%s)" % json.dumps(self.to_dict(), sort_keys=True)
-
 
 def load_awd_lstm_config(path):
     """Reads an AWD-LSTM config file, or `ulmfit_config.json` in a model folder."""
-    path = os.fspath(path)
-    if os.path.isdir(path):
-        candidate = os.path.join(path, CONFIG_FILE_NAME)
-        if not os.path.isfile(candidate):
-            raise FileNotFoundError("No %s in directory %s" % (CONFIG_FILE_NAME, path))
-        path = candidate
-    return AwdLstmConfig.from_json_file(path)
+    return AwdLstmConfig.load(path)
