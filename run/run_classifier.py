@@ -76,6 +76,11 @@ from modeling.tasks import classifier_job
 flags.DEFINE_string("model_family", "bert",
                     "The encoder's model family (bert, albert, gpt, ...): how --bert_config_file "
                     "and --init_checkpoint are read and how inputs are framed.")
+flags.DEFINE_enum("features", None, list(classifier_job.FEATURE_FAMILIES),
+                  "Classify over a frozen pre-trained network's features instead of "
+                  "fine-tuning an encoder: elmo (a biLM's scalar-mixed layers) or cove (a "
+                  "translation encoder's states with the word vectors); the same as "
+                  "--model_family=elmo|cove.")
 flags.DEFINE_string("data_dir", None,
                     "The input data dir. Should contain the .tsv files (or other data files) "
                     "for the task.")

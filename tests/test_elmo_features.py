@@ -125,7 +125,7 @@ def test_classifier_loads_the_bilm_trains_only_the_task_model_and_learns(bilm, t
     beat chance (0.5) by 0.2."""
     output_dir, options = bilm
     job = classifier_job.ClassifierJob(
-        model_family="elmo", processor=Negation(), bert_config_file=options,
+        features="elmo", processor=Negation(), bert_config_file=options,
         vocab_file=VOCAB, init_checkpoint=output_dir, output_dir=str(tmp_path / "cls"),
         data_dir=str(tmp_path),
         max_seq_length=12, do_train=True, do_eval=True, do_predict=True, train_batch_size=8,
@@ -151,6 +151,18 @@ def test_classifier_loads_the_bilm_trains_only_the_task_model_and_learns(bilm, t
     assert n == len(pretrained.weights) > 20
     for a, b in zip(pretrained.weights, after_training.weights):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_features_flag_names_the_family_and_refuses_another(tmp_path):
+    job = classifier_job.ClassifierJob(features="elmo", model_family="albert", do_train=True,
+                                       data_dir=str(tmp_path), output_dir=str(tmp_path),
+                                       bert_config_file="x.json", processor=Negation())
+    with pytest.raises(classifier_job.ClassifierJobError,
+                       match="--features=elmo reads the elmo network; leave --model_family"):
+        classifier_job.run(job)
+    with pytest.raises(classifier_job.ClassifierJobError, match="--features=gpt: expected one"):
+        classifier_job.run(dataclasses.replace(job, features="gpt", model_family="bert"))
+    assert job.model_family == "albert"  # the caller's job is not changed
 
 
 def test_a_checkpoint_of_another_shape_is_refused_in_one_message(bilm):

@@ -191,8 +191,8 @@ def _check_job(job):
         raise SiatlJobError("At least one of `do_train`, `do_eval` or `do_predict` must be True.")
     for name in ("data_dir", "bert_config_file", "output_dir", "vocab_file"):
         _require(job, name)
-    for name in ("merges_file", "lm_loss_weight", "export_dir", "data_service_address",
-                 "data_service_job_name"):
+    for name in ("features", "merges_file", "lm_loss_weight", "export_dir",
+                 "data_service_address", "data_service_job_name"):
         if getattr(job, name) is not None:
             raise SiatlJobError("--%s is run_classifier's; SiATL has no use for it (its "
                                 "auxiliary LM weight is --aux_lm_weight_start/_end)" % name)

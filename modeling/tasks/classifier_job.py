@@ -66,8 +66,11 @@ from modeling.training import settings
 from modeling.training import validation
 from modeling.training import trainer as trainer_lib
 
-__all__ = ["ClassifierJob", "ClassifierJobError", "ClassifierResult", "PooledInputFormat",
-           "build_processor", "labels_and_metrics", "run"]
+# Families whose networks are used frozen, as features (`--features`).
+FEATURE_FAMILIES = ("elmo", "cove")
+
+__all__ = ["FEATURE_FAMILIES", "ClassifierJob", "ClassifierJobError", "ClassifierResult",
+           "PooledInputFormat", "build_processor", "labels_and_metrics", "run"]
 
 
 @dataclasses.dataclass
@@ -82,6 +85,9 @@ class ClassifierJob(settings.TrainerSettings):
     # encoder has a pooled output, bert, albert, ..., or one with a registered
     # input format, gpt); its config file format and how inputs are framed.
     model_family: str = "bert"
+    # A frozen network's features under a task model (ELMo's, CoVe's): the
+    # same as model_family=<features>; None fine-tunes model_family.
+    features: Optional[str] = None
     # Google's flags.
     data_dir: Optional[str] = None
     bert_config_file: Optional[str] = None
@@ -197,6 +203,20 @@ def build_processor(job, vocab_size=None):
     if issubclass(processor_class, processors_lib.MultipleChoiceProcessor):
         return processor_class(data_dir=job.data_dir, **_split_files(job))
     return processor_class()
+
+
+def _resolve_features(job):
+    """`job` with `model_family` set from `features` (a copy; `job` itself is not changed)."""
+    if job.features is None:
+        return job
+    if job.features not in FEATURE_FAMILIES:
+        raise ClassifierJobError("--features=%s: expected one of %s"
+                                 % (job.features, ", ".join(FEATURE_FAMILIES)))
+    if job.model_family not in ("bert", job.features):
+        raise ClassifierJobError(
+            "--features=%s reads the %s network; leave --model_family unset (it was %s)"
+            % (job.features, job.features, job.model_family))
+    return dataclasses.replace(job, model_family=job.features)
 
 
 def _check_job(job):
@@ -403,6 +423,7 @@ class PooledInputFormat(input_formats.InputFormat):
 
 def run(job):
     """Runs `job` (train, eval and/or predict, export); returns a `ClassifierResult`."""
+    job = _resolve_features(job)
     bert_config, input_format = _check_job(job)
     processor = build_processor(job, bert_config.vocab_size)
     task_type = _task_type(processor)
