@@ -20,6 +20,7 @@ from absl import logging
 
 from data import atomic
 from data import corpus
+from data import multilingual
 from data import vocab_learning
 
 FLAGS = flags.FLAGS
@@ -34,6 +35,13 @@ flags.DEFINE_integer("min_cjk_count", 1,
                      "CJK characters seen fewer times are left out of the vocabulary.")
 flags.DEFINE_integer("max_unique_chars", 1000, "Alphabet size for non-CJK text.")
 flags.DEFINE_integer("lower_thresh", 1, "Lowest piece frequency the learner may accept.")
+flags.DEFINE_float("language_sampling_alpha", None,
+                   "Multilingual WordPiece: each comma-separated --input_file pattern is one "
+                   "language, whose word counts are scaled by q_i/p_i with q_i = p_i^alpha / "
+                   "sum p_j^alpha (mBERT: 0.7); unset = counts as they are.")
+flags.DEFINE_string("languages", None,
+                    "Names of the --input_file patterns' languages, in order (e.g. en,zh); "
+                    "default: each pattern's first file name.")
 flags.DEFINE_enum("vocab_type", "wordpiece", ["wordpiece", "byte_bpe"],
                   "wordpiece: Google's vocab.txt. byte_bpe: GPT-2's vocab.json + merges.txt "
                   "(needs --merges_file).")
@@ -89,7 +97,17 @@ def main(_):
         sentencepiece_main(files)
         return
     stats = corpus.ReadStats()
-    counts = vocab_learning.count_words(files, FLAGS.do_lower_case, stats)
+    if FLAGS.language_sampling_alpha is not None:
+        grouped = multilingual.files_by_language(FLAGS.input_file, FLAGS.languages)
+        counts, report = multilingual.reweight_word_counts(
+            {language: vocab_learning.count_words(group, FLAGS.do_lower_case, stats)
+             for language, group in grouped.items()}, FLAGS.language_sampling_alpha)
+        for language in sorted(report["q"]):
+            print("%s: %d words, p=%.3f, q=%.3f (counts x%.2f)" % (
+                language, report["sizes"][language], report["p"][language],
+                report["q"][language], report["factors"][language]))
+    else:
+        counts = vocab_learning.count_words(files, FLAGS.do_lower_case, stats)
     if not counts:
         raise corpus.CorpusError("No words found in %s." % ", ".join(files))
     tokens = vocab_learning.learn_vocab(

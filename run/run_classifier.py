@@ -150,6 +150,9 @@ flags.DEFINE_enum("ids_keep", "first", ["first", "last"],
                   "ids: which ids a too-long sequence keeps.")
 # --task_name=xnli.
 flags.DEFINE_string("xnli_language", "zh", "xnli: the language to train and evaluate on.")
+flags.DEFINE_string("xnli_train_language", None,
+                    "xnli: train on this language's MultiNLI instead (en: zero-shot transfer to "
+                    "--xnli_language, as multilingual BERT is evaluated).")
 # Families with their own input format (GPT).
 flags.DEFINE_string("merges_file", None,
                     "gpt: the byte-level BPE merges (merges.txt); --vocab_file is then "

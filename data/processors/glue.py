@@ -27,16 +27,22 @@ class XnliProcessor(DataProcessor):
       dev / test: ``{data_dir}/xnli.dev.tsv`` / ``xnli.test.tsv`` with a
         header; column 0 is the language (rows of other languages are
         skipped), 1 the label, 6 sentence1, 7 sentence2.
+
+    `train_language` (default: `language`) reads another language's training
+    file: ``train_language="en"`` fine-tunes on the English MultiNLI and
+    evaluates on `language`'s XNLI rows, the zero-shot cross-lingual transfer
+    of multilingual BERT's evaluation.
     """
 
     TRAIN_LAYOUT = "3 columns: premise, hypo, label"
     EVAL_LAYOUT = "at least 8 columns: language, gold_label, ..., sentence1 (7th), sentence2 (8th)"
 
-    def __init__(self, language="zh"):
+    def __init__(self, language="zh", train_language=None):
         self.language = language
+        self.train_language = train_language or language
 
     def get_train_examples(self, data_dir):
-        path = os.path.join(data_dir, "multinli", "multinli.train.%s.tsv" % self.language)
+        path = os.path.join(data_dir, "multinli", "multinli.train.%s.tsv" % self.train_language)
         examples = []
         for i, line in enumerate(self._read_tsv(path)):
             if i == 0:

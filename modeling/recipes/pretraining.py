@@ -21,7 +21,7 @@ import contextlib
 import dataclasses
 import os
 import random
-from typing import Optional
+from typing import List, Optional
 
 from absl import logging
 import keras
@@ -89,6 +89,9 @@ class PretrainingJob(settings.TrainerSettings):
     data_service_address: Optional[str] = None
     data_service_job_name: Optional[str] = None
     demo: bool = False
+    # The demo's text files (default: the bundled data/sample/sample_*.txt),
+    # split by documents like them.
+    demo_texts: Optional[List[str]] = None
 
     @classmethod
     def for_demo(cls, **overrides):
@@ -238,7 +241,8 @@ def _run_in_output_dir(job, recipe, pipeline, config, strategy):
             [os.path.join(REPO_ROOT, path) for path in pipeline.demo_data_files],
             os.path.join(output_dir, "data"))
     elif job.demo:
-        texts = sorted(tf.io.gfile.glob(os.path.join(SAMPLE_DIR, "sample_*.txt")))
+        texts = list(job.demo_texts or sorted(
+            tf.io.gfile.glob(os.path.join(SAMPLE_DIR, "sample_*.txt"))))
         data_dir = os.path.join(output_dir, "data")
         train_texts, eval_texts = corpus.split_documents(texts, os.path.join(data_dir, "text"))
         train_inputs, eval_inputs = pipeline.demo_inputs(train_texts, eval_texts, data_dir)

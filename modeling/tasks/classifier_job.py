@@ -132,6 +132,8 @@ class ClassifierJob(settings.TrainerSettings):
     ids_keep: str = "first"
     # task_name=xnli.
     xnli_language: str = "zh"
+    # Train on another language's MultiNLI (e.g. "en": zero-shot transfer); None = xnli_language.
+    xnli_train_language: Optional[str] = None
     # Families with their own input format (GPT): the BPE merges (vocab_file
     # is then vocab.json), the input transformation ("auto", "classification",
     # "entailment", "similarity", "multiple_choice") and the weight of the
@@ -199,7 +201,8 @@ def build_processor(job, vocab_size=None):
             sep_id=job.ids_sep_id, id_offset=job.ids_offset, keep=job.ids_keep,
             vocab_size=vocab_size, eval_metrics=job.eval_metrics, **_split_files(job))
     if issubclass(processor_class, processors_lib.XnliProcessor):
-        return processor_class(language=job.xnli_language)
+        return processor_class(language=job.xnli_language,
+                               train_language=getattr(job, "xnli_train_language", None))
     if issubclass(processor_class, processors_lib.MultipleChoiceProcessor):
         return processor_class(data_dir=job.data_dir, **_split_files(job))
     return processor_class()
