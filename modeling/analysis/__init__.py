@@ -1,0 +1,1 @@
+"""Looking inside models: attention, heads, compression, probing (issue 15)."""

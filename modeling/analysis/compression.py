@@ -1,0 +1,407 @@
+"""Post-training quantization of a fine-tuned classifier, through the TFLite converter.
+
+A classifier (``model({"input_ids", "input_mask", "segment_ids"}) ->
+{"logits", ...}``, e.g. `modeling.tasks.classification.BertClassifier`) is
+traced as one concrete function of three int32 ``[1, max_seq_length]``
+inputs returning the logits, or read from a SavedModel with such a
+signature, and converted three ways:
+
+* ``float32``: the plain TFLite model (the size baseline: same file format);
+* ``dynamic_int8``: dynamic-range quantization (``Optimize.DEFAULT``): weights
+  stored as int8 with per-channel scales, activations quantized on the fly
+  in the matrix products (about 4x smaller);
+* ``float16``: weights stored as float16 (about 2x smaller), computed in
+  float32 on CPUs.
+
+`evaluate` then runs each TFLite model in the TFLite interpreter over a
+labelled set (the records `run/run_classifier.py` writes: ``input_ids``,
+``input_mask``, ``segment_ids``, ``label_ids``, ``is_real_example``), one
+example per call, and reports per variant the model size in bytes, the
+median latency per example (over `repeats` timed passes, after a warm-up),
+accuracy and the agreement rate of its argmax with the float model's
+(the TensorFlow function of the Keras model, timed the same way).
+"""
+
+import os
+import statistics
+import time
+import warnings
+
+import numpy as np
+import tensorflow as tf
+from tensorflow.python.framework import convert_to_constants  # pylint: disable=g-direct-tensorflow-import
+
+from data import atomic
+
+__all__ = ["VARIANTS", "CompressionError", "classifier_function", "convert",
+           "restore_classifier", "save_feature_model", "read_labelled_records",
+           "TFLiteClassifier", "evaluate", "write_models", "polynomial_sparsity",
+           "encoder_dense_kernels", "MagnitudePruner"]
+
+VARIANTS = ("float32", "dynamic_int8", "float16")
+FEATURES = ("input_ids", "input_mask", "segment_ids")
+
+
+class CompressionError(ValueError):
+    """Bad arguments or inputs (one line)."""
+
+
+def classifier_function(model, max_seq_length, output="logits"):
+    """``model``'s `output` as a concrete function of int32 ``[1, max_seq_length]`` features."""
+    spec = {name: tf.TensorSpec([1, max_seq_length], tf.int32, name=name) for name in FEATURES}
+
+    @tf.function(input_signature=[spec])
+    def serve(features):
+        return {output: model(features, training=False)[output]}
+
+    return serve.get_concrete_function()
+
+
+def restore_classifier(model, path):
+    """Loads every weight of `model` (encoder and head) from a trainer checkpoint.
+
+    `path` is a checkpoint prefix written by `modeling.training.trainer`
+    (run_classifier.py's ``--output_dir/ckpt-N``). Variables are matched by
+    their Keras paths (`modeling.checkpoints.object_based.model_variable_keys`);
+    a weight the checkpoint lacks, or of another shape, is an error naming it.
+    """
+    from modeling.checkpoints import object_based  # pylint: disable=g-import-not-at-top
+    reader = tf.train.load_checkpoint(path)
+    keys = object_based.model_variable_keys(reader, path)
+    shapes = reader.get_variable_to_shape_map()
+    restored = 0
+    for variable in model.weights:
+        if variable.path.endswith("seed_generator_state"):
+            continue  # dropout's random state: not needed for inference
+        key = keys.get(variable.path)
+        if key is None:
+            raise CompressionError("%s has no weight %s; expected a checkpoint of this "
+                                   "classifier (same --bert_config_file and number of labels)"
+                                   % (path, variable.path))
+        if list(shapes[key]) != list(variable.shape):
+            raise CompressionError("%s: %s has shape %s, the model's is %s; expected the "
+                                   "checkpoint of this --bert_config_file"
+                                   % (path, variable.path, shapes[key], list(variable.shape)))
+        variable.assign(reader.get_tensor(key))
+        restored += 1
+    return restored
+
+
+def save_feature_model(model, export_dir, max_seq_length, output="logits"):
+    """Writes a SavedModel whose ``serving_default`` takes the three id tensors.
+
+    Written to a temporary directory beside `export_dir` and renamed into place.
+    """
+    module = tf.Module()
+    module.__dict__["model"] = model  # untracked: its own signature would be saved too
+    module.model_variables = [getattr(v, "value", v) for v in model.variables]
+    function = classifier_function(model, max_seq_length, output)
+    outputs = atomic.TemporaryOutputs([export_dir])
+    try:
+        tf.saved_model.save(module, outputs.temporaries[0],
+                            signatures={"serving_default": function})
+        outputs.commit()
+    finally:
+        outputs.discard()
+    return export_dir
+
+
+def _converter(source, trackable=None):
+    if isinstance(source, (str, os.PathLike)):
+        if not tf.io.gfile.isdir(os.fspath(source)):
+            raise CompressionError("%s: not a SavedModel directory; expected one with a "
+                                   "serving_default signature of input_ids/input_mask/"
+                                   "segment_ids" % source)
+        return tf.lite.TFLiteConverter.from_saved_model(os.fspath(source),
+                                                        signature_keys=["serving_default"])
+    # Weights as constants: left as resource variables, the TFLite model
+    # would read uninitialised variables (NaN logits).
+    frozen = convert_to_constants.convert_variables_to_constants_v2(source)
+    return tf.lite.TFLiteConverter.from_concrete_functions([frozen], trackable)
+
+
+def convert(source, variant, trackable=None):
+    """The TFLite flatbuffer (bytes) of `source` quantized as `variant`.
+
+    Args:
+      source: a concrete function (`classifier_function`) or a SavedModel
+        directory (`save_feature_model`).
+      variant: one of `VARIANTS`.
+      trackable: the object owning the function's variables (the Keras model).
+    """
+    if variant not in VARIANTS:
+        raise CompressionError("variant (--variants) must be among %s, got %r"
+                               % (", ".join(VARIANTS), variant))
+    converter = _converter(source, trackable)
+    if variant != "float32":
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    if variant == "float16":
+        converter.target_spec.supported_types = [tf.float16]
+    return converter.convert()
+
+
+def _interpreter(model_content):
+    """LiteRT's interpreter when installed (``ai_edge_litert``), else TensorFlow's."""
+    try:
+        from ai_edge_litert import interpreter as litert  # pylint: disable=g-import-not-at-top
+        return litert.Interpreter(model_content=model_content, num_threads=1)
+    except ImportError:
+        pass
+    with warnings.catch_warnings():  # "tf.lite.Interpreter is deprecated": still works
+        warnings.simplefilter("ignore", UserWarning)
+        return tf.lite.Interpreter(model_content=model_content, num_threads=1)
+
+
+class TFLiteClassifier(object):
+    """A TFLite model of the three id inputs, called on one example at a time."""
+
+    def __init__(self, model_content):
+        self.interpreter = _interpreter(model_content)
+        self.interpreter.allocate_tensors()
+        self._inputs = {}
+        for detail in self.interpreter.get_input_details():
+            for name in FEATURES:
+                if name in detail["name"]:
+                    self._inputs[name] = detail["index"]
+        if sorted(self._inputs) != sorted(FEATURES):
+            raise CompressionError(
+                "the TFLite model's inputs are %s; expected input_ids, input_mask, segment_ids"
+                % [d["name"] for d in self.interpreter.get_input_details()])
+        self._output = self.interpreter.get_output_details()[0]["index"]
+
+    def __call__(self, example):
+        for name, index in self._inputs.items():
+            self.interpreter.set_tensor(index, np.asarray(example[name], np.int32).reshape(1, -1))
+        self.interpreter.invoke()
+        return self.interpreter.get_tensor(self._output)[0].copy()
+
+
+def read_labelled_records(path, max_seq_length, limit=None):
+    """Real examples of a classifier TFRecord file as numpy dicts ``[1, L]`` each + label."""
+    if not tf.io.gfile.glob(path):
+        raise CompressionError("%s: no such records file; expected the eval.tf_record (or "
+                               "another classifier record file) run_classifier.py wrote"
+                               % path)
+    spec = {name: tf.io.FixedLenFeature([max_seq_length], tf.int64) for name in FEATURES}
+    spec["label_ids"] = tf.io.FixedLenFeature([], tf.int64)
+    spec["is_real_example"] = tf.io.FixedLenFeature([], tf.int64, default_value=1)
+    examples = []
+    try:
+        for record in tf.data.TFRecordDataset(tf.io.gfile.glob(path)):
+            parsed = tf.io.parse_single_example(record, spec)
+            if not int(parsed["is_real_example"]):
+                continue
+            examples.append(({name: parsed[name].numpy().astype(np.int32)[None]
+                              for name in FEATURES}, int(parsed["label_ids"])))
+            if limit and len(examples) >= limit:
+                break
+    except tf.errors.InvalidArgumentError as e:
+        raise CompressionError("%s: not classifier records of --max_seq_length=%d (%s)"
+                               % (path, max_seq_length, str(e).splitlines()[0])) from None
+    if not examples:
+        raise CompressionError("%s: no real examples" % path)
+    return examples
+
+
+def _timed(call, examples, repeats):
+    """(outputs of one pass, median seconds per example over `repeats` passes)."""
+    outputs = [call(features) for features, _ in examples]  # also the warm-up
+    per_example = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for features, _ in examples:
+            call(features)
+        per_example.append((time.perf_counter() - start) / len(examples))
+    return np.stack(outputs), statistics.median(per_example)
+
+
+def evaluate(model, examples, max_seq_length, variants=VARIANTS, repeats=3,
+             saved_model_dir=None, models_out=None):
+    """Size, latency, accuracy and agreement of each quantized variant vs the float model.
+
+    Args:
+      model: the Keras classifier (the float reference).
+      examples: ``[(features, label)]`` (see `read_labelled_records`).
+      max_seq_length: the examples' length.
+      variants: which of `VARIANTS` to convert.
+      repeats: timed passes over the examples (median reported).
+      saved_model_dir: convert from this SavedModel (`save_feature_model`)
+        instead of tracing `model`.
+      models_out: a dict to receive ``{variant: TFLite bytes}`` (see `write_models`).
+
+    Returns:
+      a JSON-ready dict: ``num_examples``, ``float`` {accuracy,
+      latency_ms_per_example, parameter_bytes}, and ``variants`` {name:
+      {size_bytes, size_ratio_to_float32 (of the float32 TFLite file),
+      latency_ms_per_example, accuracy, agreement_with_float}}.
+    """
+    function = classifier_function(model, max_seq_length)
+    labels = np.array([label for _, label in examples])
+
+    def float_call(features):
+        return function({name: tf.constant(features[name]) for name in FEATURES}
+                        )["logits"].numpy()[0]
+
+    float_logits, float_latency = _timed(float_call, examples, repeats)
+    float_pred = float_logits.argmax(-1)
+    report = {
+        "num_examples": len(examples),
+        "max_seq_length": max_seq_length,
+        "float": {"accuracy": float((float_pred == labels).mean()),
+                  "latency_ms_per_example": 1000.0 * float_latency,
+                  "parameter_bytes": int(sum(np.prod(v.shape) * np.dtype(v.dtype).itemsize
+                                             for v in model.weights))},
+        "variants": {},
+    }
+    sizes = {}
+    for variant in ("float32",) + tuple(v for v in variants if v != "float32"):
+        content = convert(saved_model_dir or function, variant, trackable=model)
+        sizes[variant] = len(content)
+        if variant not in variants:
+            continue
+        if models_out is not None:
+            models_out[variant] = content
+        lite = TFLiteClassifier(content)
+        logits, latency = _timed(lite, examples, repeats)
+        pred = logits.argmax(-1)
+        report["variants"][variant] = {
+            "size_bytes": len(content),
+            "size_ratio_to_float32": len(content) / float(sizes["float32"]),
+            "latency_ms_per_example": 1000.0 * latency,
+            "accuracy": float((pred == labels).mean()),
+            "agreement_with_float": float((pred == float_pred).mean()),
+            "max_abs_logit_difference": float(np.abs(logits - float_logits).max()),
+        }
+    report["float32_tflite_bytes"] = sizes["float32"]
+    return report
+
+
+def write_models(models, output_dir):
+    """Writes ``{variant: TFLite bytes}`` as ``model_<variant>.tflite`` files, atomically."""
+    paths = []
+    for variant, content in models.items():
+        path = os.path.join(output_dir, "model_%s.tflite" % variant)
+        with atomic.atomic_output(path, "wb") as f:
+            f.write(content)
+        paths.append(path)
+    return paths
+
+
+# ------------------------------------------------------------ magnitude pruning
+#
+# Zhu & Gupta (2017), "To prune, or not to prune": during fine-tuning the
+# sparsity of each pruned kernel rises from s_i to s_f along
+#
+#     s_t = s_f + (s_i - s_f) * (1 - (t - t0) / (n * dt)) ** 3,   t0 <= t <= t0 + n * dt
+#
+# (fast at first, when redundant weights abound, then slower); every dt
+# steps each kernel's mask is recomputed to zero its s_t smallest-magnitude
+# weights, and after every update the masks are applied again, so a pruned
+# weight stays zero whatever the optimizer's moments push into it.
+
+
+def polynomial_sparsity(step, target_sparsity, begin_step, end_step, initial_sparsity=0.0,
+                        frequency=1, power=3):
+    """Zhu & Gupta's sparsity at `step` (a Python number): s_i before, s_f after.
+
+    ``n * dt = end_step - begin_step``; between, the step is rounded down to
+    the last mask update (``begin_step + k * frequency``), since masks only
+    change then.
+    """
+    if not 0.0 <= initial_sparsity <= target_sparsity < 1.0:
+        raise CompressionError("sparsity: expected 0 <= initial (%r) <= target (--target_sparsity"
+                               "=%r) < 1" % (initial_sparsity, target_sparsity))
+    if end_step <= begin_step or frequency < 1:
+        raise CompressionError("pruning steps: expected --pruning_begin_step (%r) < "
+                               "--pruning_end_step (%r) and --pruning_frequency (%r) >= 1"
+                               % (begin_step, end_step, frequency))
+    if step < begin_step:
+        return float(initial_sparsity)
+    if step >= end_step:
+        return float(target_sparsity)
+    step = begin_step + ((step - begin_step) // frequency) * frequency
+    fraction = (step - begin_step) / float(end_step - begin_step)
+    return float(target_sparsity + (initial_sparsity - target_sparsity) * (1.0 - fraction) ** power)
+
+
+def encoder_dense_kernels(model):
+    """The 2-D (and 3-D, per-head) dense kernels of a model's encoder layers.
+
+    Embedding tables, biases, layer norms and the task head stay dense:
+    the kernels of the attention projections and feed-forward layers hold
+    most of BERT's weights outside the embeddings.
+    """
+    encoder = getattr(model, "encoder", model)
+    kernels = []
+    for variable in encoder.trainable_variables:
+        path = getattr(variable, "path", variable.name)
+        if "kernel" in path.split("/")[-1] and "embedding" not in path:
+            kernels.append(variable)
+    if not kernels:
+        raise CompressionError("no dense kernels to prune in %s" % getattr(model, "name", model))
+    return kernels
+
+
+class MagnitudePruner(object):
+    """Masks on `variables`, updated along `polynomial_sparsity`, applied after updates.
+
+    Use after every optimizer update (a custom loop, or a Keras callback's
+    ``on_train_batch_end``)::
+
+        pruner = MagnitudePruner(encoder_dense_kernels(model), 0.5, 0, 1000, frequency=100)
+        for step, batch in enumerate(data):
+            train_step(batch)
+            pruner.step(step)
+
+    `step(t)` recomputes the masks when ``t`` is a mask-update step
+    (``begin_step + k * frequency`` up to `end_step`) and then multiplies every
+    variable by its mask. Each variable is pruned on its own to the
+    scheduled sparsity: the ``round(s * size)`` smallest magnitudes are zeroed
+    (ties by position). Masks are non-trainable variables (kept in
+    checkpoints when the pruner is tracked).
+    """
+
+    def __init__(self, variables, target_sparsity, begin_step, end_step, frequency=100,
+                 initial_sparsity=0.0):
+        polynomial_sparsity(begin_step, target_sparsity, begin_step, end_step,
+                            initial_sparsity, frequency)  # checks the arguments
+        self.variables = list(variables)
+        self.target_sparsity = float(target_sparsity)
+        self.initial_sparsity = float(initial_sparsity)
+        self.begin_step = int(begin_step)
+        self.end_step = int(end_step)
+        self.frequency = int(frequency)
+        self.masks = [tf.Variable(tf.ones(v.shape, v.dtype), trainable=False,
+                                  name="pruning_mask") for v in self.variables]
+
+    def sparsity(self, step):
+        return polynomial_sparsity(step, self.target_sparsity, self.begin_step, self.end_step,
+                                   self.initial_sparsity, self.frequency)
+
+    def is_mask_update_step(self, step):
+        return (self.begin_step <= step <= self.end_step and
+                ((step - self.begin_step) % self.frequency == 0 or step == self.end_step))
+
+    def update_masks(self, sparsity):
+        for variable, mask in zip(self.variables, self.masks):
+            values = np.abs(np.asarray(variable.numpy()).reshape(-1))
+            count = int(round(sparsity * values.size))
+            new = np.ones(values.size, np.float32)
+            if count:
+                new[np.argsort(values, kind="stable")[:count]] = 0.0
+            mask.assign(new.reshape(mask.shape).astype(mask.dtype.as_numpy_dtype))
+
+    def apply_masks(self):
+        for variable, mask in zip(self.variables, self.masks):
+            variable.assign(variable * mask)
+
+    def step(self, step):
+        """After the update of `step`: new masks if due, then masks applied."""
+        if self.is_mask_update_step(step):
+            self.update_masks(self.sparsity(step))
+        self.apply_masks()
+
+    def measured_sparsity(self):
+        """Fraction of exact zeros over all pruned variables."""
+        zeros = sum(int(np.sum(v.numpy() == 0)) for v in self.variables)
+        return zeros / float(sum(int(np.prod(v.shape)) for v in self.variables))
