@@ -10,6 +10,13 @@ where the family uses them `input_mask`, `segment_ids`, `attention_mask`,
     pooled_output    [batch, hidden]       only for families with a pooler
     attention_probs  list of [batch, heads, seq, seq], when asked for
 
+Head masks (Michel et al. 2019): an optional `head_mask`, as a call argument
+or a `"head_mask"` entry of the features dict, `[num_layers, heads]` (or a
+list of one `[heads_l]` vector, or None, per layer, for pruned models with
+per-layer head counts), 1 keep / 0 drop, multiplies each head's attention
+probabilities. Families that support it set `_SUPPORTS_HEAD_MASK`; without a
+mask the computation is exactly the unmasked one.
+
 and has an `embedding_table` property (the word embedding variable, tied to
 output layers). `EncoderBase` implements the loop over layers once for the
 BERT-shaped families (BERT, ALBERT, ...): a subclass says how to embed and
@@ -36,6 +43,8 @@ class EncoderBase(keras.Model):
 
     _CONFIG_FIELDS = ()
     _EXTRA_CONFIG_FIELDS = ("layer_norm_epsilon", "output_attention_probs")
+    # Whether `_apply_layer` takes a `head_mask` keyword (one layer's mask).
+    _SUPPORTS_HEAD_MASK = False
 
     @property
     def embedding_table(self):
@@ -92,10 +101,14 @@ class EncoderBase(keras.Model):
         segment_ids=None,
         training=None,
         output_attention_probs=None,
+        head_mask=None,
     ):
         input_ids, input_mask, segment_ids, attention_mask, position_ids = (
             self._unpack_inputs(inputs, input_mask, segment_ids)
         )
+        if head_mask is None and isinstance(inputs, dict):
+            head_mask = inputs.get("head_mask")
+        layer_head_masks = self._layer_head_masks(head_mask)
         if output_attention_probs is None:
             output_attention_probs = self.output_attention_probs
 
@@ -108,7 +121,11 @@ class EncoderBase(keras.Model):
         hidden = embedding_output
         encoder_outputs, attention_probs = [], []
         for index in range(self.num_hidden_layers):
-            hidden, probs = self._apply_layer(index, hidden, attention_mask, training)
+            if layer_head_masks is None or layer_head_masks[index] is None:
+                hidden, probs = self._apply_layer(index, hidden, attention_mask, training)
+            else:
+                hidden, probs = self._apply_layer(index, hidden, attention_mask, training,
+                                                  head_mask=layer_head_masks[index])
             encoder_outputs.append(hidden)
             attention_probs.extend(probs)
 
@@ -123,6 +140,24 @@ class EncoderBase(keras.Model):
         if output_attention_probs:
             outputs["attention_probs"] = attention_probs
         return outputs
+
+    def _layer_head_masks(self, head_mask):
+        """`head_mask` as one entry (a `[heads]` tensor or None) per layer, or None."""
+        if head_mask is None:
+            return None
+        if not self._SUPPORTS_HEAD_MASK:
+            raise ValueError(f"{type(self).__name__} does not take a head_mask.")
+        if isinstance(head_mask, (list, tuple)):
+            masks = list(head_mask)
+        else:
+            if len(head_mask.shape) != 2 or head_mask.shape[0] != self.num_hidden_layers:
+                raise ValueError(f"head_mask must be [num_hidden_layers="
+                                 f"{self.num_hidden_layers}, heads]; got {head_mask.shape}.")
+            masks = [head_mask[i] for i in range(self.num_hidden_layers)]
+        if len(masks) != self.num_hidden_layers:
+            raise ValueError(f"head_mask has {len(masks)} layers; the encoder has "
+                             f"{self.num_hidden_layers}.")
+        return masks
 
     def get_config(self):
         config = {

@@ -149,6 +149,8 @@ class AlbertEncoder(EncoderBase):
 
     _CONFIG_FIELDS = _CONFIG_FIELDS
     _EXTRA_CONFIG_FIELDS = ("share_parameters",) + EncoderBase._EXTRA_CONFIG_FIELDS
+    # A layer's head mask applies to each of its inner blocks.
+    _SUPPORTS_HEAD_MASK = True
 
     def __init__(
         self,
@@ -347,12 +349,13 @@ class AlbertEncoder(EncoderBase):
             hidden = self.embedding_projection(factorized)
         return hidden, {"factorized_embedding_output": factorized}
 
-    def _apply_layer(self, index, hidden, attention_mask, training):
+    def _apply_layer(self, index, hidden, attention_mask, training, head_mask=None):
         probs = []
         for inner_index in range(self.inner_group_num):
             a, f = self.sublayer_indices(index, inner_index)
             hidden, block_probs = self.attention_sublayers[a](
-                hidden, attention_mask=attention_mask, training=training)
+                hidden, attention_mask=attention_mask, training=training,
+                **({} if head_mask is None else {"head_mask": head_mask}))
             hidden = self.ffn_sublayers[f](hidden, training=training)
             probs.append(block_probs)
         return hidden, probs

@@ -25,6 +25,12 @@ to `modeling.layers.get_activation`) so a bad file fails
 at load time with a message that names the file and the field, not deep inside
 model construction.
 
+A pruned model's config (`modeling.analysis.heads`, `run/prune_heads.py`)
+has the optional key `num_attention_heads_per_layer`: one head count per
+layer, each in [0, num_attention_heads] (the heads keep the width
+`hidden_size // num_attention_heads`). It is written only when present, so
+other configs are unchanged.
+
 Presets: Google's 24 small BERTs ("Well-Read Students Learn Better",
 Turc et al. 2019) are named `"L-{layers}_H-{hidden}"`; heads are `hidden / 64`
 and the intermediate size is `4 * hidden`. The aliases `bert_tiny`, `bert_mini`,
@@ -45,6 +51,8 @@ from modeling import config_schema
 __all__ = [
     "BertConfig",
     "BertConfigError",
+    "HEADS_PER_LAYER_KEY",
+    "check_heads_per_layer",
     "list_presets",
     "load_bert_config",
 ]
@@ -52,6 +60,29 @@ __all__ = [
 
 class BertConfigError(ValueError):
     """A `bert_config.json` (or dict) has a missing, mistyped or invalid value."""
+
+
+# The bert_config.json key of a pruned model's per-layer head counts.
+HEADS_PER_LAYER_KEY = "num_attention_heads_per_layer"
+
+
+def check_heads_per_layer(counts, num_hidden_layers, num_attention_heads):
+    """`counts` as a list of ints, or ValueError naming what is wrong."""
+    if isinstance(counts, (str, bytes)) or not hasattr(counts, "__len__"):
+        raise BertConfigError(f"`{HEADS_PER_LAYER_KEY}` must be a list of "
+                              f"{num_hidden_layers} integers, got {counts!r}.")
+    if len(counts) != num_hidden_layers:
+        raise BertConfigError(f"`{HEADS_PER_LAYER_KEY}` has {len(counts)} entries; "
+                              f"num_hidden_layers is {num_hidden_layers}.")
+    checked = []
+    for i, count in enumerate(counts):
+        if isinstance(count, bool) or not isinstance(count, (int, float)) \
+                or (isinstance(count, float) and not count.is_integer()) \
+                or not 0 <= count <= num_attention_heads:
+            raise BertConfigError(f"`{HEADS_PER_LAYER_KEY}`[{i}] = {count!r}: expected an "
+                                  f"integer in [0, num_attention_heads={num_attention_heads}].")
+        checked.append(int(count))
+    return checked
 
 
 # Field name -> (default, kind). `None` default means "required".
@@ -86,7 +117,7 @@ HF_BERT_KEYS = frozenset({"classifier_dropout", "layer_norm_eps",
 BERT_SCHEMA = config_schema.ConfigSchema(
     "BERT", _FIELD_NAMES, _REQUIRED_FIELDS,
     extra_keys=(config_schema.GOOGLE_BERT_EXTRA_KEYS | config_schema.HF_COMMON_KEYS
-                | HF_BERT_KEYS | {"layer_norm_epsilon"}),
+                | HF_BERT_KEYS | {"layer_norm_epsilon", HEADS_PER_LAYER_KEY}),
     model_types=("bert",))
 
 
@@ -259,6 +290,11 @@ class BertConfig:
                 f"`hidden_size` ({self.hidden_size}) must be a multiple of "
                 f"`num_attention_heads` ({self.num_attention_heads})."
             )
+        if HEADS_PER_LAYER_KEY in extra:
+            # A pruned model (modeling.analysis.heads): layer l has its own
+            # head count; the weights' shapes follow it.
+            extra[HEADS_PER_LAYER_KEY] = check_heads_per_layer(
+                extra[HEADS_PER_LAYER_KEY], self.num_hidden_layers, self.num_attention_heads)
         self.extra = copy.deepcopy(extra)
 
     @property

@@ -28,6 +28,19 @@ Outputs (a dict):
     embedding_output [batch, seq, hidden]  after embedding LayerNorm/dropout
     attention_probs  list of [batch, heads, seq, seq], only if requested by
                      `output_attention_probs` (constructor or call argument)
+
+A `head_mask` (`[num_hidden_layers, num_attention_heads]`, 1 keep / 0 drop)
+multiplies each head's attention probabilities (`modeling.encoder`).
+
+Pruned encoders: `num_attention_heads_per_layer` (the `bert_config.json` key
+of the same name) gives layer l its own head count h_l <= num_attention_heads;
+the heads keep their width `hidden_size // num_attention_heads`, so layer l's
+query/key/value kernels are `[hidden, h_l * head_size]` and its attention
+output kernel `[h_l * head_size, hidden]`. A layer with 0 heads keeps
+zero-width kernels and its attention sublayer is `LayerNorm(x + output bias)`
+(as Hugging Face's BERT with all of a layer's heads pruned). Checkpoint names
+are unchanged; shapes follow the config (`modeling.analysis.heads`).
+
 All outputs are in the compute dtype of the dtype policy (float16 under
 "mixed_float16", bfloat16 under "mixed_bfloat16"); variables stay float32.
 
@@ -58,6 +71,8 @@ transposes are needed for the encoder (Hugging Face's PyTorch layout stores
 
 import keras
 
+from modeling.bert.config import HEADS_PER_LAYER_KEY
+from modeling.bert.config import check_heads_per_layer
 from modeling.encoder import EncoderBase
 from modeling.layers import (
     LAYER_NORM_EPSILON,
@@ -66,7 +81,7 @@ from modeling.layers import (
     truncated_normal_initializer,
 )
 
-__all__ = ["BertEncoder"]
+__all__ = ["BertEncoder", "HEADS_PER_LAYER_KEY", "check_heads_per_layer"]
 
 _CONFIG_FIELDS = (
     "vocab_size",
@@ -92,10 +107,14 @@ class BertEncoder(EncoderBase):
         layer_norm_epsilon: LayerNorm epsilon (1e-12 in BERT).
         output_attention_probs: Default for returning per-layer attention
             probabilities; a call argument of the same name overrides it.
+        num_attention_heads_per_layer: optional list of `num_hidden_layers`
+            head counts in [0, num_attention_heads] (a pruned model); None =
+            `num_attention_heads` everywhere.
         **kwargs: Keras `Model` arguments (`name`, `dtype`, `trainable`).
     """
 
     _CONFIG_FIELDS = _CONFIG_FIELDS
+    _SUPPORTS_HEAD_MASK = True
 
     def __init__(
         self,
@@ -112,6 +131,7 @@ class BertEncoder(EncoderBase):
         initializer_range=0.02,
         layer_norm_epsilon=LAYER_NORM_EPSILON,
         output_attention_probs=False,
+        num_attention_heads_per_layer=None,
         **kwargs,
     ):
         kwargs.setdefault("name", "bert_encoder")
@@ -134,6 +154,16 @@ class BertEncoder(EncoderBase):
         self.initializer_range = initializer_range
         self.layer_norm_epsilon = layer_norm_epsilon
         self.output_attention_probs = output_attention_probs
+        if num_attention_heads_per_layer is not None:
+            num_attention_heads_per_layer = check_heads_per_layer(
+                num_attention_heads_per_layer, num_hidden_layers, num_attention_heads)
+        self.num_attention_heads_per_layer = num_attention_heads_per_layer
+
+        def head_args(i):
+            if num_attention_heads_per_layer is None:
+                return {}
+            return {"num_attention_heads": num_attention_heads_per_layer[i],
+                    "head_size": hidden_size // num_attention_heads}
 
         policy = self.dtype_policy
         self.embeddings = BertEmbeddings(
@@ -148,7 +178,7 @@ class BertEncoder(EncoderBase):
             name="embeddings",
         )
         self.transformer_layers = [
-            TransformerBlock(
+            TransformerBlock(**dict(dict(
                 hidden_size=hidden_size,
                 num_attention_heads=num_attention_heads,
                 intermediate_size=intermediate_size,
@@ -159,7 +189,7 @@ class BertEncoder(EncoderBase):
                 layer_norm_epsilon=layer_norm_epsilon,
                 dtype=policy,
                 name=f"layer_{i}",
-            )
+            ), **head_args(i)))
             for i in range(num_hidden_layers)
         ]
         self.pooler = keras.layers.Dense(
@@ -193,6 +223,9 @@ class BertEncoder(EncoderBase):
         the rest are ignored.
         """
         args = cls._args_from_config_object(bert_config)
+        heads = (getattr(bert_config, "extra", None) or {}).get(HEADS_PER_LAYER_KEY)
+        if heads is not None:
+            args["num_attention_heads_per_layer"] = list(heads)
         args.update(kwargs)
         return cls(**args)
 
@@ -200,7 +233,17 @@ class BertEncoder(EncoderBase):
         """Returns the `BertConfig` describing this encoder."""
         from modeling.bert.config import BertConfig
 
-        return BertConfig(**{field: getattr(self, field) for field in _CONFIG_FIELDS})
+        extra = {}
+        if self.num_attention_heads_per_layer is not None:
+            extra[HEADS_PER_LAYER_KEY] = list(self.num_attention_heads_per_layer)
+        return BertConfig(**{field: getattr(self, field) for field in _CONFIG_FIELDS},
+                          **extra)
+
+    def get_config(self):
+        config = super().get_config()
+        if self.num_attention_heads_per_layer is not None:
+            config["num_attention_heads_per_layer"] = list(self.num_attention_heads_per_layer)
+        return config
 
     # ------------------------------------------------------------------ layers
 
@@ -213,8 +256,9 @@ class BertEncoder(EncoderBase):
         )
         return embedding_output, {}
 
-    def _apply_layer(self, index, hidden, attention_mask, training):
+    def _apply_layer(self, index, hidden, attention_mask, training, head_mask=None):
         hidden, probs = self.transformer_layers[index](
-            hidden, attention_mask=attention_mask, training=training
+            hidden, attention_mask=attention_mask, training=training,
+            **({} if head_mask is None else {"head_mask": head_mask}),
         )
         return hidden, [probs]

@@ -41,6 +41,11 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             positions' keys and values are appended to them, and the mask
             then covers `[seq_q, past + seq_q]`.
         return_cache: also return the `(key, value)` of all positions seen.
+        head_mask: optional float `[heads]` (or `[batch, heads]`), 1 keep /
+            0 drop: multiplies each head's attention probabilities (after
+            dropout) before the product with the values, as in Michel et
+            al. 2019 and Hugging Face; gradients with respect to it are the
+            heads' importance scores. The returned `probs` are not masked.
         key_value_states: optional `[batch, seq_k, hidden]`: keys and values
             are projected from these instead of `hidden_states`
             (cross-attention; the mask then covers `[seq_q, seq_k]`). Not
@@ -58,10 +63,11 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         num_attention_heads,
         attention_probs_dropout_prob=0.1,
         initializer_range=0.02,
+        head_size=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if hidden_size % num_attention_heads:
+        if head_size is None and hidden_size % num_attention_heads:
             raise ValueError(
                 f"hidden_size ({hidden_size}) must be a multiple of "
                 f"num_attention_heads ({num_attention_heads})."
@@ -70,20 +76,34 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.num_attention_heads = num_attention_heads
         self.attention_probs_dropout_prob = attention_probs_dropout_prob
         self.initializer_range = initializer_range
-        self.head_size = hidden_size // num_attention_heads
+        # A pruned layer (Michel et al. 2019) keeps fewer heads of the
+        # original width: `head_size` given, the query/key/value kernels are
+        # `[hidden, heads * head_size]` and the output kernel
+        # `[heads * head_size, hidden]`. With 0 heads the layer outputs the
+        # output bias alone (the sublayer then adds it to its input).
+        self._explicit_head_size = head_size
+        self.head_size = hidden_size // num_attention_heads if head_size is None \
+            else int(head_size)
+        self.all_head_size = (hidden_size if head_size is None
+                              else num_attention_heads * self.head_size)
 
-        def dense(name):
-            return keras.layers.Dense(
-                hidden_size,
+        def dense(name, units=self.all_head_size):
+            layer = keras.layers.Dense(
+                max(units, 1),
                 kernel_initializer=truncated_normal_initializer(initializer_range),
                 dtype=self.dtype_policy,
                 name=name,
             )
+            # Keras refuses Dense(0); a layer pruned to no heads keeps
+            # zero-width projections (`[hidden, 0]` kernels), which are never
+            # called but keep the checkpoint's names and shapes.
+            layer.units = units
+            return layer
 
         self.query = dense("query")
         self.key = dense("key")
         self.value = dense("value")
-        self.output_dense = dense("output_dense")
+        self.output_dense = dense("output_dense", hidden_size)
         self.dropout = keras.layers.Dropout(
             attention_probs_dropout_prob, dtype=self.dtype_policy, name="dropout"
         )
@@ -91,8 +111,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     def build(self, input_shape=None):
         if self.built:
             return
-        for layer in (self.query, self.key, self.value, self.output_dense):
+        for layer in (self.query, self.key, self.value):
             layer.build((None, None, self.hidden_size))
+        self.output_dense.build((None, None, self.all_head_size))
 
     def _split_heads(self, x, batch_size):
         # [batch, seq, hidden] -> [batch, heads, seq, head_size]
@@ -101,9 +122,11 @@ class MultiHeadSelfAttention(keras.layers.Layer):
 
     def call(
         self, hidden_states, attention_mask=None, attention_bias=None, training=None,
-        cache=None, return_cache=False, key_value_states=None,
+        cache=None, return_cache=False, key_value_states=None, head_mask=None,
     ):
         batch_size = tf.shape(hidden_states)[0]
+        if self.num_attention_heads == 0:
+            return self._no_heads(hidden_states, key_value_states, return_cache)
         if key_value_states is not None and cache is not None:
             raise ValueError("MultiHeadSelfAttention: `cache` is for self-attention; "
                              "cross-attention (`key_value_states`) takes none.")
@@ -130,13 +153,32 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         probs = tf.nn.softmax(scores, axis=-1)
         probs = tf.cast(probs, self.compute_dtype)
         dropped = self.dropout(probs, training=training)
+        if head_mask is not None:
+            head_mask = tf.cast(head_mask, dropped.dtype)
+            head_mask = tf.reshape(head_mask, [-1, self.num_attention_heads, 1, 1]) \
+                if head_mask.shape.rank == 2 else \
+                tf.reshape(head_mask, [1, self.num_attention_heads, 1, 1])
+            dropped = dropped * head_mask
 
         context = tf.matmul(dropped, value)  # [batch, heads, seq, head_size]
         context = tf.transpose(context, [0, 2, 1, 3])
-        context = tf.reshape(context, [batch_size, -1, self.hidden_size])
+        context = tf.reshape(context, [batch_size, -1, self.all_head_size])
         if return_cache:
             return self.output_dense(context), probs, (key, value)
         return self.output_dense(context), probs
+
+    def _no_heads(self, hidden_states, key_value_states, return_cache):
+        """A layer whose heads were all pruned: the output bias, no probabilities."""
+        source = hidden_states if key_value_states is None else key_value_states
+        shape = tf.shape(hidden_states)
+        output = tf.zeros([shape[0], shape[1], self.hidden_size], self.compute_dtype)
+        output += tf.cast(self.output_dense.bias, self.compute_dtype)
+        probs = tf.zeros([shape[0], 0, shape[1], tf.shape(source)[1]], self.compute_dtype)
+        if return_cache:
+            empty = tf.zeros([shape[0], 0, tf.shape(source)[1], self.head_size],
+                             self.compute_dtype)
+            return output, probs, (empty, empty)
+        return output, probs
 
     def compute_output_shape(self, input_shape):
         batch, seq = input_shape[0], input_shape[1]
@@ -153,4 +195,6 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             attention_probs_dropout_prob=self.attention_probs_dropout_prob,
             initializer_range=self.initializer_range,
         )
+        if self._explicit_head_size is not None:
+            config["head_size"] = self._explicit_head_size
         return config

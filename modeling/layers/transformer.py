@@ -52,11 +52,14 @@ class AttentionSublayer(keras.layers.Layer):
         layer_norm_epsilon=LAYER_NORM_EPSILON,
         norm_first=False,
         output_initializer_range=None,
+        head_size=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
         self.hidden_size = hidden_size
         self.num_attention_heads = num_attention_heads
+        # A pruned layer's head width (see `MultiHeadSelfAttention`).
+        self.head_size = head_size
         self.hidden_dropout_prob = hidden_dropout_prob
         self.attention_probs_dropout_prob = attention_probs_dropout_prob
         self.initializer_range = initializer_range
@@ -71,6 +74,7 @@ class AttentionSublayer(keras.layers.Layer):
             initializer_range=initializer_range,
             dtype=policy,
             name="attention",
+            **({} if head_size is None else {"head_size": head_size}),
         )
         if output_initializer_range is not None:
             # GPT-2: residual projections scaled by 1/sqrt(2 x layers).
@@ -92,7 +96,7 @@ class AttentionSublayer(keras.layers.Layer):
 
     def call(
         self, hidden_states, attention_mask=None, attention_bias=None, training=None,
-        cache=None, return_cache=False, key_value_states=None,
+        cache=None, return_cache=False, key_value_states=None, head_mask=None,
     ):
         inputs = self.layer_norm(hidden_states) if self.norm_first else hidden_states
         outputs = self.attention(
@@ -103,6 +107,7 @@ class AttentionSublayer(keras.layers.Layer):
             cache=cache,
             return_cache=return_cache,
             key_value_states=key_value_states,
+            **({} if head_mask is None else {"head_mask": head_mask}),
         )
         output = self.dropout(outputs[0], training=training)
         output = output + hidden_states
@@ -122,6 +127,8 @@ class AttentionSublayer(keras.layers.Layer):
             norm_first=self.norm_first,
             output_initializer_range=self.output_initializer_range,
         )
+        if self.head_size is not None:
+            config["head_size"] = self.head_size
         return config
 
 
@@ -231,7 +238,10 @@ class TransformerBlock(keras.layers.Layer):
     block's config stays serialisable.
 
     Call args: `hidden_states`, `attention_mask`, `attention_bias`,
-    `training` as for `MultiHeadSelfAttention`.
+    `training`, `head_mask` as for `MultiHeadSelfAttention`.
+
+    `head_size` (default `hidden_size // num_attention_heads`) is given for
+    a block pruned to fewer heads (`modeling.analysis.heads`).
 
     Returns:
         `(output [batch, seq, hidden], attention_probs)`.
@@ -249,11 +259,13 @@ class TransformerBlock(keras.layers.Layer):
         layer_norm_epsilon=LAYER_NORM_EPSILON,
         norm_first=False,
         output_initializer_range=None,
+        head_size=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
         self.hidden_size = hidden_size
         self.num_attention_heads = num_attention_heads
+        self.head_size = head_size
         self.norm_first = norm_first
         self.output_initializer_range = output_initializer_range
         self.intermediate_size = intermediate_size
@@ -275,6 +287,7 @@ class TransformerBlock(keras.layers.Layer):
             num_attention_heads=num_attention_heads,
             attention_probs_dropout_prob=attention_probs_dropout_prob,
             name="attention_sublayer",
+            **({} if head_size is None else {"head_size": head_size}),
             **common,
         )
         self.ffn_sublayer = FeedForwardSublayer(
@@ -293,7 +306,7 @@ class TransformerBlock(keras.layers.Layer):
 
     def call(
         self, hidden_states, attention_mask=None, attention_bias=None, training=None,
-        cache=None, return_cache=False,
+        cache=None, return_cache=False, head_mask=None,
     ):
         outputs = self.attention_sublayer(
             hidden_states,
@@ -302,6 +315,7 @@ class TransformerBlock(keras.layers.Layer):
             training=training,
             cache=cache,
             return_cache=return_cache,
+            **({} if head_mask is None else {"head_mask": head_mask}),
         )
         return (self.ffn_sublayer(outputs[0], training=training),) + tuple(outputs[1:])
 
@@ -322,6 +336,8 @@ class TransformerBlock(keras.layers.Layer):
             norm_first=self.norm_first,
             output_initializer_range=self.output_initializer_range,
         )
+        if self.head_size is not None:
+            config["head_size"] = self.head_size
         return config
 
 

@@ -1,0 +1,611 @@
+"""Attention-head importance and pruning (Michel, Levy & Neubig 2019, "Are Sixteen
+Heads Really Better than One?").
+
+Every head h of layer l gets a gate m_{l,h} on its attention probabilities (the
+encoders' `head_mask`, 1 = keep). Its importance is the expected sensitivity of
+the loss to that gate at m = 1:
+
+    I_{l,h} = mean over batches b of |dL_b / dm_{l,h}|
+
+where L_b is the model's task loss on batch b (`compute_loss_and_metrics`, the
+mean cross-entropy over the real examples of the batch, as the trainer uses it),
+so the absolute value is taken per batch, as in Michel et al.'s code and
+Hugging Face's `run_bertology`. With `normalize_layers=True` each layer's scores
+are divided by their L2 norm (Michel et al. do this before comparing heads across
+layers).
+
+    imp = head_importance(classifier, batches)            # [layers, heads]
+    curve = iterative_pruning(classifier, score_batches, eval_batches,
+                              step_fraction=0.1, max_fraction=0.5)
+    smaller = prune_heads(classifier, curve["pruned"])    # fewer weights, same outputs
+
+`iterative_pruning` removes the least important `step_fraction` of the heads
+at a time by masking them, re-scores the rest with the mask in place, and
+records accuracy against the number of heads left; `prune_heads` then removes
+heads for real: a new model whose layers have fewer heads
+(`num_attention_heads_per_layer`), with the kept heads' query/key/value kernel
+columns and biases and attention-output kernel rows copied, which computes
+exactly what the masked model computes. `save_pruned` writes it as a Google
+TF1 checkpoint plus a `bert_config.json` that every script loads.
+"""
+
+import json
+import math
+import os
+import tempfile
+import time
+
+import numpy as np
+import tensorflow as tf
+
+from data import atomic
+from modeling.bert.config import HEADS_PER_LAYER_KEY
+
+__all__ = ["count_parameters", "evaluate", "head_counts", "head_importance",
+           "iterative_pruning", "load_classifier_head", "measure_latency",
+           "parse_heads", "plot_pruning_curve", "prune_heads", "save_pruned"]
+
+
+# ------------------------------------------------------------------ structure
+
+def _encoder_of(model):
+    return model if hasattr(model, "transformer_layers") else model.encoder
+
+
+def _attention(encoder, layer):
+    return encoder.transformer_layers[layer].attention_sublayer.attention
+
+
+def head_counts(model):
+    """The number of heads of each layer of `model`'s (BERT) encoder."""
+    encoder = _encoder_of(model)
+    if not hasattr(encoder, "transformer_layers"):
+        raise ValueError(f"{type(encoder).__name__}: head pruning needs a BERT encoder "
+                         "(one block per layer).")
+    return [_attention(encoder, i).num_attention_heads
+            for i in range(encoder.num_hidden_layers)]
+
+
+def _ones(counts):
+    return [np.ones([n], np.float32) for n in counts]
+
+
+def _as_matrix(per_layer, counts, fill=np.nan):
+    width = max(counts) if counts else 0
+    matrix = np.full([len(counts), width], fill, np.float64)
+    for layer, values in enumerate(per_layer):
+        matrix[layer, :len(values)] = values
+    return matrix
+
+
+def parse_heads(spec, counts, what="--heads_to_prune"):
+    """`"LAYER:HEAD,..."` (0-based) -> sorted list of (layer, head); one-line errors.
+
+    Rejects malformed items, layers or heads out of range, duplicates, and a
+    list that removes every head of every layer.
+    """
+    items = [item.strip() for item in spec.split(",")] if isinstance(spec, str) else spec
+    heads, seen = [], set()
+    for item in items:
+        if isinstance(item, str):
+            parts = item.split(":")
+            if len(parts) != 2 or not all(p.strip().lstrip("-").isdigit() for p in parts):
+                raise ValueError(f"{what}: {item!r} is not LAYER:HEAD (two 0-based integers, "
+                                 "e.g. 0:1)")
+            layer, head = int(parts[0]), int(parts[1])
+        else:
+            layer, head = (int(v) for v in item)
+        if not 0 <= layer < len(counts):
+            raise ValueError(f"{what}: {layer}:{head}: layer {layer} is out of range "
+                             f"(the model has layers 0..{len(counts) - 1})")
+        if not 0 <= head < counts[layer]:
+            raise ValueError(f"{what}: {layer}:{head}: head {head} is out of range (layer "
+                             f"{layer} has heads 0..{counts[layer] - 1})")
+        if (layer, head) in seen:
+            raise ValueError(f"{what}: {layer}:{head} is given twice")
+        seen.add((layer, head))
+        heads.append((layer, head))
+    if not heads:
+        raise ValueError(f"{what}: no heads given")
+    if len(heads) == sum(counts):
+        raise ValueError(f"{what}: removes all {len(heads)} heads of every layer; keep at "
+                         "least one")
+    return sorted(heads)
+
+
+# ----------------------------------------------------------------- measuring
+
+def _with_mask(features, mask):
+    features = dict(features)
+    features["head_mask"] = mask
+    return features
+
+
+def evaluate(model, batches, head_mask=None):
+    """`{"loss", "accuracy"}` of `model` over `batches` (weighted by `is_real_example`)."""
+    sums = {}
+    for batch in batches:
+        features = batch if head_mask is None else _with_mask(
+            batch, [tf.constant(m) for m in head_mask])
+        _, metrics = model.compute_loss_and_metrics(features, training=False)
+        for name, (total, count) in metrics.items():
+            old = sums.get(name, (0.0, 0.0))
+            sums[name] = (old[0] + float(total), old[1] + float(count))
+    return {name: (total / count if count else float("nan"))
+            for name, (total, count) in sums.items()}
+
+
+def _gradient_fn(model):
+    """`(features, masks) -> (loss, d loss / d masks)` as one `tf.function`."""
+
+    @tf.function(reduce_retracing=True)
+    def grads(features, masks):
+        with tf.GradientTape() as tape:
+            tape.watch(masks)
+            loss, _ = model.compute_loss_and_metrics(_with_mask(features, masks),
+                                                     training=False)
+        return loss, tape.gradient(loss, masks)
+
+    return grads
+
+
+def head_importance(model, batches, head_mask=None, normalize_layers=False, _grads=None):
+    """Michel et al.'s importance: mean over batches of |dL_b/dm_{l,h}|.
+
+    Args:
+        model: a task model with `compute_loss_and_metrics(features, training)`
+            over a BERT encoder (`BertClassifier`, ...), or an encoder-based
+            model whose loss reads labels from the features.
+        batches: an iterable of feature dicts with labels (`label_ids`).
+        head_mask: where the gradient is taken: a list of one `[heads_l]`
+            vector per layer; default all ones (Michel et al.'s m = 1). Masked
+            heads (0) get a score too (the gradient at 0).
+        normalize_layers: divide each layer's scores by their L2 norm.
+
+    Returns:
+        `[layers, max heads]` float64 array (NaN where a pruned layer has
+        fewer heads).
+    """
+    counts = head_counts(model)
+    mask = _ones(counts) if head_mask is None else [np.asarray(m, np.float32)
+                                                    for m in head_mask]
+
+    grads = _grads or _gradient_fn(model)
+    totals = [np.zeros([n], np.float64) for n in counts]
+    num_batches = 0
+    for batch in batches:
+        masks = [tf.constant(m) for m in mask]
+        _, gradients = grads(dict(batch), masks)
+        for layer, gradient in enumerate(gradients):
+            if gradient is not None:
+                totals[layer] += np.abs(gradient.numpy().astype(np.float64))
+        num_batches += 1
+    if not num_batches:
+        raise ValueError("head_importance: no batches to score the heads on")
+    scores = [t / num_batches for t in totals]
+    if normalize_layers:
+        scores = [s / (np.linalg.norm(s) + 1e-20) if s.size else s for s in scores]
+    return _as_matrix(scores, counts)
+
+
+def count_parameters(model):
+    """Number of scalars in `model`'s weights."""
+    return int(sum(np.prod(w.shape) for w in model.weights))
+
+
+def measure_latency(model, features, repeats=10, warmup=2):
+    """Median seconds of one forward pass of `model` (a `tf.function`) on `features`."""
+    forward = tf.function(lambda f: model(f, training=False))
+    for _ in range(warmup):
+        tf.nest.map_structure(lambda t: t.numpy(), forward(features))
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        tf.nest.map_structure(lambda t: t.numpy(), forward(features))
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+# ------------------------------------------------------------------- pruning
+
+def iterative_pruning(model, score_batches, eval_batches, step_fraction=0.1,
+                      max_fraction=0.5, normalize_layers=True, keep_fraction=None):
+    """Masks the least important heads a step at a time; records accuracy vs heads.
+
+    Each step re-scores the remaining heads with the current mask in place
+    (`head_importance` on `score_batches`), masks the `step_fraction` (of the
+    original number of heads, at least one) with the lowest scores, and
+    evaluates on `eval_batches`; it stops once `max_fraction` of the heads are
+    masked (never all of them).
+
+    Args:
+        keep_fraction: optional fraction <= max_fraction at which the masked
+            set is reported as `pruned` (the heads to remove); default
+            `max_fraction`. The curve goes on to `max_fraction`.
+
+    Returns:
+        dict: `steps` (list of {"heads_left", "fraction_pruned", "accuracy",
+        "loss", "pruned_this_step"}), `pruned` (the (layer, head) pairs masked
+        when `keep_fraction` was reached, in the order they were masked),
+        `order` (every masked head in order), `importance` (the first scores,
+        at m = 1, as nested lists).
+    """
+    if not 0.0 < step_fraction <= 1.0:
+        raise ValueError(f"step_fraction must be in (0, 1], got {step_fraction}")
+    if not 0.0 < max_fraction < 1.0:
+        raise ValueError(f"the fraction of heads to prune must be in (0, 1), got {max_fraction}")
+    keep_fraction = max_fraction if keep_fraction is None else keep_fraction
+    counts = head_counts(model)
+    total = sum(counts)
+    target = min(total - 1, int(round(max_fraction * total)))
+    keep_target = min(target, int(round(keep_fraction * total)))
+    per_step = max(1, int(round(step_fraction * total)))
+    mask = _ones(counts)
+    score_batches, eval_batches = list(score_batches), list(eval_batches)
+    grads = _gradient_fn(model)  # traced once for every step
+
+    def record(pruned_now):
+        result = evaluate(model, eval_batches, mask)
+        left = int(sum(m.sum() for m in mask))
+        return {"heads_left": left, "fraction_pruned": 1.0 - left / total,
+                "accuracy": result.get("accuracy"), "loss": result.get("loss"),
+                "pruned_this_step": pruned_now}
+
+    steps, order, first_scores, pruned = [record([])], [], None, None
+    if keep_target == 0:
+        pruned = []
+    while len(order) < target:
+        scores = head_importance(model, score_batches, mask, normalize_layers, _grads=grads)
+        if first_scores is None:
+            first_scores = scores
+        candidates = [(scores[l, h], l, h) for l in range(len(counts))
+                      for h in range(counts[l]) if mask[l][h] > 0]
+        candidates.sort()
+        limit = min(per_step, target - len(order))
+        if pruned is None and len(order) < keep_target:
+            limit = min(limit, keep_target - len(order))  # land exactly on keep_target
+        now = [(l, h) for _, l, h in candidates[:limit]]
+        for l, h in now:
+            mask[l][h] = 0.0
+        order.extend(now)
+        steps.append(record([list(p) for p in now]))
+        if pruned is None and len(order) >= keep_target:
+            pruned = list(order)
+    if first_scores is None:
+        first_scores = head_importance(model, score_batches, None, normalize_layers,
+                                       _grads=grads)
+    return {"steps": steps, "pruned": pruned if pruned is not None else list(order),
+            "order": order, "importance": _nested(first_scores)}
+
+
+def _nested(matrix):
+    return [[None if math.isnan(v) else float(v) for v in row] for row in np.asarray(matrix)]
+
+
+def prune_heads(model, heads):
+    """A new model without `heads`; the kept heads' weights copied.
+
+    Args:
+        model: a `BertEncoder`, or a task model whose `.encoder` is one and
+            whose `get_config()` lists its constructor arguments with an
+            `encoder` entry (`BertClassifier`, `BertMultipleChoice`, ...).
+        heads: (layer, head) pairs, or `{layer: [heads]}`, 0-based indices
+            into `model`'s current heads of each layer.
+
+    Returns:
+        The pruned model, of `model`'s type: its layers have
+        `num_attention_heads_per_layer` heads, and with dropout off it computes
+        what `model` computes with those heads masked (head_mask 0).
+    """
+    encoder = _encoder_of(model)
+    counts = head_counts(model)
+    if isinstance(heads, dict):
+        heads = [(int(l), int(h)) for l, hs in heads.items() for h in hs]
+    drop = {}
+    for layer, head in parse_heads([tuple(p) for p in heads], counts, "prune_heads"):
+        drop.setdefault(layer, set()).add(head)
+    kept = [[h for h in range(n) if h not in drop.get(l, ())] for l, n in enumerate(counts)]
+    config = encoder.get_config()
+    config[HEADS_PER_LAYER_KEY] = [len(k) for k in kept]
+    new_encoder = type(encoder).from_config(config)
+    _copy_weights(encoder, new_encoder, kept)
+    if model is encoder:
+        return new_encoder
+    model_config = model.get_config()
+    model_config["encoder"] = new_encoder
+    new_model = type(model)(**model_config)
+    old_rest = [w for w in model.weights if id(w) not in {id(v) for v in encoder.weights}]
+    new_rest = [w for w in new_model.weights
+                if id(w) not in {id(v) for v in new_encoder.weights}]
+    if len(old_rest) != len(new_rest):
+        raise ValueError(f"prune_heads: {type(model).__name__} rebuilt with a different "
+                         "set of weights")
+    for old, new in zip(old_rest, new_rest):
+        new.assign(old)
+    return new_model
+
+
+def _copy_weights(old_encoder, new_encoder, kept):
+    """Copies every weight; the attention projections keep the `kept` heads' slices."""
+    old_weights, new_weights = old_encoder.weights, new_encoder.weights
+    for old, new in zip(old_weights, new_weights):
+        if tuple(old.shape) == tuple(new.shape):
+            new.assign(old)
+    for layer, heads in enumerate(kept):
+        old_att, new_att = _attention(old_encoder, layer), _attention(new_encoder, layer)
+        size = old_att.head_size
+        columns = np.asarray([h * size + i for h in heads for i in range(size)], np.int64)
+        for name in ("query", "key", "value"):
+            old_dense, new_dense = getattr(old_att, name), getattr(new_att, name)
+            new_dense.kernel.assign(tf.gather(old_dense.kernel, columns, axis=1))
+            new_dense.bias.assign(tf.gather(old_dense.bias, columns, axis=0))
+        new_att.output_dense.kernel.assign(tf.gather(old_att.output_dense.kernel, columns,
+                                                     axis=0))
+        new_att.output_dense.bias.assign(old_att.output_dense.bias)
+
+
+# -------------------------------------------------------------------- files
+
+def load_classifier_head(model, path):
+    """Loads a fine-tuned classifier's `output_weights`/`output_bias` from `path`.
+
+    Google's run_classifier checkpoints and this project's Google-format
+    exports name them `output_weights` / `output_bias`; this project's trainer
+    checkpoints hold `<model name>/output_weights`; HF safetensors
+    `classifier.weight` / `classifier.bias`. The encoder is loaded separately
+    (`modeling.checkpoints.init_from_checkpoint`). Returns True if a head was
+    found and loaded, False if the checkpoint has none.
+    """
+    from modeling import checkpoints  # pylint: disable=g-import-not-at-top
+    from modeling.checkpoints import object_based  # pylint: disable=g-import-not-at-top
+
+    fmt, resolved = checkpoints.resolve_checkpoint(path)
+    if fmt == checkpoints.HF_SAFETENSORS:
+        arrays = checkpoints.read_safetensors(resolved)
+        weight, bias = arrays.get("classifier.weight"), arrays.get("classifier.bias")
+    else:
+        reader = tf.train.load_checkpoint(resolved)
+        names = reader.get_variable_to_shape_map()
+        if fmt == checkpoints.OBJECT_BASED:
+            keys = object_based.model_variable_keys(reader, resolved)
+            found = {}
+            for full_name, key in keys.items():
+                for leaf in ("output_weights", "output_bias"):
+                    if full_name.endswith("/" + leaf) and "encoder" not in full_name:
+                        found[leaf] = key
+            weight = reader.get_tensor(found["output_weights"]) \
+                if "output_weights" in found else None
+            bias = reader.get_tensor(found["output_bias"]) if "output_bias" in found else None
+        else:
+            weight = reader.get_tensor("output_weights") if "output_weights" in names else None
+            bias = reader.get_tensor("output_bias") if "output_bias" in names else None
+    if weight is None or bias is None:
+        return False
+    expected = tuple(model.output_weights.shape)
+    if tuple(weight.shape) != expected:
+        raise ValueError(f"{path}: the classifier's output_weights are {tuple(weight.shape)}; "
+                         f"the model needs {expected} (check the task's labels)")
+    model.output_weights.assign(weight)
+    model.output_bias.assign(bias)
+    return True
+
+
+def save_pruned(model, output_dir, base_config):
+    """Writes `bert_model.ckpt` (Google TF1 names) and `bert_config.json` into `output_dir`.
+
+    The config is `base_config` (its other keys kept) with the model's
+    `num_attention_heads_per_layer`; the checkpoint holds the encoder under
+    google-research/bert's names plus, for a classifier, its
+    `output_weights`/`output_bias` (the names of Google's fine-tuned
+    checkpoints). Both load with `--bert_config_file=DIR/bert_config.json
+    --init_checkpoint=DIR` in every script. Returns (checkpoint prefix,
+    config path).
+    """
+    from modeling.checkpoints import google_tf1  # pylint: disable=g-import-not-at-top
+    from modeling.checkpoints import name_tables  # pylint: disable=g-import-not-at-top
+    from modeling.checkpoints import targets  # pylint: disable=g-import-not-at-top
+
+    tf.io.gfile.makedirs(output_dir)
+    encoder = _encoder_of(model)
+    target = targets.find_target(model)
+    table = name_tables.table_for(target, name_tables.GOOGLE_TF1_KEY, output_dir)
+    arrays = {name: np.ascontiguousarray(value, dtype=np.float32)
+              for name, value in name_tables.table_arrays(target, table).items()}
+    for name in ("output_weights", "output_bias"):
+        if model is not encoder and hasattr(model, name):
+            arrays[name] = np.asarray(getattr(model, name).numpy(), np.float32)
+    prefix = google_tf1.write_tf1_checkpoint(os.path.join(output_dir, "bert_model.ckpt"),
+                                             arrays)
+    config = base_config.replace(**{HEADS_PER_LAYER_KEY: head_counts(model)})
+    config_path = os.path.join(output_dir, "bert_config.json")
+    config.to_json_file(config_path)
+    return prefix, config_path
+
+
+def write_json(path, value):
+    """Writes `value` as indented JSON, atomically."""
+    atomic.write_text(path, json.dumps(value, indent=2) + "\n")
+
+
+def plot_pruning_curve(steps, path, title="Accuracy vs attention heads left"):
+    """A PNG of accuracy (y) against heads left (x), written atomically."""
+    import matplotlib  # pylint: disable=g-import-not-at-top
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure  # pylint: disable=g-import-not-at-top
+
+    figure = Figure(figsize=(5, 3.5))
+    axes = figure.add_subplot(1, 1, 1)
+    heads = [s["heads_left"] for s in steps]
+    accuracy = [s["accuracy"] for s in steps]
+    axes.plot(heads, accuracy, marker="o")
+    axes.set_xlabel("attention heads left")
+    axes.set_ylabel("accuracy")
+    axes.set_title(title)
+    axes.invert_xaxis()
+    axes.grid(True, alpha=0.3)
+    figure.tight_layout()
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(suffix=".png", dir=directory, prefix=".tmp-")
+    os.close(handle)
+    try:
+        figure.savefig(tmp, format="png", dpi=100)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return path
+
+
+# ---------------------------------------------------------------------- job
+
+def _batches(features, batch_size):
+    """Lists of `InputFeatures` -> feature dicts of numpy arrays (last batch may be short)."""
+    out = []
+    for start in range(0, len(features), batch_size):
+        chunk = features[start:start + batch_size]
+        out.append({
+            "input_ids": np.asarray([f.input_ids for f in chunk], np.int32),
+            "input_mask": np.asarray([f.input_mask for f in chunk], np.int32),
+            "segment_ids": np.asarray([f.segment_ids for f in chunk], np.int32),
+            "label_ids": np.asarray([f.label_id for f in chunk], np.int32),
+            "is_real_example": np.ones([len(chunk)], np.int32),
+        })
+    return out
+
+
+def _latency_batch(config, batch_size, seq_length, seed=0):
+    rng = np.random.default_rng(seed)
+    return {
+        "input_ids": tf.constant(rng.integers(1, config.vocab_size, [batch_size, seq_length]),
+                                 tf.int32),
+        "input_mask": tf.ones([batch_size, seq_length], tf.int32),
+        "segment_ids": tf.zeros([batch_size, seq_length], tf.int32),
+    }
+
+
+def run(job, heads_to_prune=None, prune_fraction=None, prune_step_fraction=0.1,
+        curve_fraction=None, normalize_layers=True, importance_split="train",
+        max_examples=512, batch_size=32, latency_batch_size=8, latency_repeats=10):
+    """What `run/prune_heads.py` does; returns the `pruning.json` contents.
+
+    Args:
+        job: a `modeling.tasks.classifier_job.ClassifierJob` with the model
+            (`bert_config_file`, `init_checkpoint`, `vocab_file`,
+            `do_lower_case`, `max_seq_length`), `output_dir`, and optionally
+            the labelled data (`task_name`/`processor`, `data_dir`, the
+            generic-format fields) of `run_classifier.py`.
+        heads_to_prune: "LAYER:HEAD,..." (0-based), or None.
+        prune_fraction: with no explicit heads, the fraction of all heads to
+            remove, chosen by iterative importance pruning on the data.
+        prune_step_fraction: fraction of the heads masked per pruning step.
+        curve_fraction: continue the accuracy curve (masking only) up to this
+            fraction; default `prune_fraction`.
+        importance_split: "train" or "dev": the examples the importance is
+            computed on (accuracy is always the dev set's).
+        max_examples: at most this many examples per split.
+    """
+    from data import processors as processors_lib  # pylint: disable=g-import-not-at-top
+    from data import tokenization  # pylint: disable=g-import-not-at-top
+    from modeling import checkpoints  # pylint: disable=g-import-not-at-top
+    from modeling.bert import BertEncoder  # pylint: disable=g-import-not-at-top
+    from modeling.bert import load_bert_config  # pylint: disable=g-import-not-at-top
+    from modeling.tasks import classifier_job  # pylint: disable=g-import-not-at-top
+    from modeling.tasks.classification import BertClassifier  # pylint: disable=g-import-not-at-top
+
+    for name in ("bert_config_file", "init_checkpoint", "output_dir"):
+        if not getattr(job, name):
+            raise ValueError(f"--{name} is required")
+    if (heads_to_prune is None) == (prune_fraction is None):
+        raise ValueError("give exactly one of --heads_to_prune=LAYER:HEAD,... and "
+                         "--prune_fraction")
+    if prune_fraction is not None and not 0.0 < prune_fraction < 1.0:
+        raise ValueError(f"--prune_fraction={prune_fraction}: expected a fraction in (0, 1)")
+    if not 0.0 < prune_step_fraction <= 1.0:
+        raise ValueError(f"--prune_step_fraction={prune_step_fraction}: expected (0, 1]")
+    if curve_fraction is not None and not (prune_fraction or 0.0) <= curve_fraction < 1.0:
+        raise ValueError(f"--curve_fraction={curve_fraction}: expected [--prune_fraction, 1)")
+    if importance_split not in ("train", "dev"):
+        raise ValueError(f"--importance_split={importance_split}: expected train or dev")
+    config = load_bert_config(job.bert_config_file)
+    if heads_to_prune is not None:  # bad values fail before any model is built
+        parse_heads(heads_to_prune, config.extra.get(
+            HEADS_PER_LAYER_KEY, [config.num_attention_heads] * config.num_hidden_layers))
+    has_data = bool(job.data_dir and (job.task_name or job.processor))
+    if prune_fraction is not None and not has_data:
+        raise ValueError("--prune_fraction needs labelled data for the importance scores: "
+                         "--task_name (or --processor) and --data_dir")
+
+    batches = {}
+    if has_data:
+        if not job.vocab_file:
+            raise ValueError("--vocab_file is required with labelled data")
+        processor = classifier_job.build_processor(job, config.vocab_size)
+        task_type = getattr(processor, "task_type", processors_lib.CLASSIFICATION)
+        if task_type == processors_lib.REGRESSION or getattr(processor, "is_multiple_choice",
+                                                             False):
+            raise ValueError("head pruning measures accuracy: it needs a classification task, "
+                             f"not {type(processor).__name__} ({task_type})")
+        label_list, num_labels, _ = classifier_job.labels_and_metrics(processor, task_type)
+        tokenizer = tokenization.FullTokenizer(job.vocab_file, job.do_lower_case)
+        splits = {"dev": processor.get_dev_examples}
+        if prune_fraction is not None and importance_split == "train":
+            splits["train"] = processor.get_train_examples
+        for split, read in splits.items():
+            examples = list(read(job.data_dir))[:max_examples]
+            if not examples:
+                raise ValueError(f"the {split} set in {job.data_dir} has no examples")
+            features = processors_lib.convert_examples_to_features(
+                examples, label_list, job.max_seq_length, tokenizer, task_type)
+            batches[split] = _batches(features, batch_size)
+        model = BertClassifier.from_config_object(config, num_labels=num_labels,
+                                                  task_type=task_type)
+    else:
+        model = BertEncoder.from_config_object(config)
+    checkpoints.init_from_checkpoint(model, job.init_checkpoint)
+    head_loaded = None
+    if has_data:
+        head_loaded = load_classifier_head(model, job.init_checkpoint)
+        if not head_loaded and prune_fraction is not None:
+            raise ValueError(f"--init_checkpoint={job.init_checkpoint} has no classifier head "
+                             "(output_weights): importance scores need a fine-tuned "
+                             "classifier (run_classifier.py's output)")
+
+    counts = head_counts(model)
+    report = {"init_checkpoint": job.init_checkpoint, "heads_per_layer_before": counts,
+              "classifier_head_loaded": head_loaded}
+    if heads_to_prune is not None:
+        pruned = parse_heads(heads_to_prune, counts)
+        if has_data and head_loaded:
+            report["importance"] = _nested(head_importance(
+                model, batches["dev"], normalize_layers=normalize_layers))
+    else:
+        curve = iterative_pruning(
+            model, batches[importance_split], batches["dev"], prune_step_fraction,
+            max(prune_fraction, curve_fraction or 0.0), normalize_layers,
+            keep_fraction=prune_fraction)
+        pruned = sorted(tuple(p) for p in curve["pruned"])
+        report.update(importance=curve["importance"], curve=curve["steps"],
+                      pruning_order=[list(p) for p in curve["order"]])
+    smaller = prune_heads(model, pruned)
+    report["heads_removed"] = [list(p) for p in pruned]
+    report["heads_per_layer_after"] = head_counts(smaller)
+    if has_data:
+        report["accuracy_before"] = evaluate(model, batches["dev"]).get("accuracy")
+        report["accuracy_after"] = evaluate(smaller, batches["dev"]).get("accuracy")
+    report["parameters_before"] = count_parameters(_encoder_of(model))
+    report["parameters_after"] = count_parameters(_encoder_of(smaller))
+    latency_inputs = _latency_batch(config, latency_batch_size, job.max_seq_length)
+    before = measure_latency(_encoder_of(model), latency_inputs, latency_repeats)
+    after = measure_latency(_encoder_of(smaller), latency_inputs, latency_repeats)
+    report["latency"] = {"batch_size": latency_batch_size, "seq_length": job.max_seq_length,
+                         "what": "median seconds of one encoder forward pass (tf.function)",
+                         "before_seconds": before, "after_seconds": after,
+                         "speedup": before / after if after > 0 else None}
+    prefix, config_path = save_pruned(smaller, job.output_dir, config)
+    report["checkpoint"] = {"format": "google_tf1", "prefix": prefix, "config": config_path}
+    if "curve" in report:
+        report["curve_png"] = plot_pruning_curve(
+            report["curve"], os.path.join(job.output_dir, "pruning_curve.png"))
+    write_json(os.path.join(job.output_dir, "pruning.json"), report)
+    return report

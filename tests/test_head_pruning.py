@@ -1,0 +1,320 @@
+"""Head masks, head importance and head pruning (modeling/analysis/heads.py, run/prune_heads.py).
+
+A tiny BERT (hidden 16, 2 layers, 4 heads of width 4) with a large initializer
+range, so that heads matter: masking one head changes the outputs, masking none
+is bit-identical to no mask; removing heads gives what masking them gives
+(1e-5), layers left with no head included; Michel et al.'s importance equals
+central finite differences of the loss; the pruned checkpoint and config load
+through init_from_checkpoint (Google TF1 and this project's object-based
+format) and reproduce the pruned model; the script runs end to end and
+rejects bad LAYER:HEAD values in one line. No learning is claimed here.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from modeling import checkpoints
+from modeling.analysis import heads
+from modeling.bert import BertConfig
+from modeling.bert import BertEncoder
+from modeling.bert import load_bert_config
+from modeling.tasks.classification import BertClassifier
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(REPO_ROOT, "run", "prune_heads.py")
+WORDS = ["red", "blue", "green", "cat", "dog", "fish", "big", "small", "the", "a"]
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
+
+
+def _config(**changes):
+    values = dict(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=2,
+                  num_attention_heads=4, intermediate_size=32, max_position_embeddings=32,
+                  type_vocab_size=2, initializer_range=0.3)
+    values.update(changes)
+    return BertConfig(**values)
+
+
+def _features(batch=4, seq=8, seed=0, labels=True):
+    rng = np.random.default_rng(seed)
+    mask = np.ones([batch, seq], np.int32)
+    mask[0, 5:] = 0
+    features = {"input_ids": tf.constant(rng.integers(1, len(VOCAB), [batch, seq]), tf.int32),
+                "input_mask": tf.constant(mask),
+                "segment_ids": tf.constant(np.zeros([batch, seq], np.int32))}
+    if labels:
+        features["label_ids"] = tf.constant(rng.integers(0, 2, [batch]), tf.int32)
+    return features
+
+
+def _classifier(seed=1, config=None):
+    keras.utils.set_random_seed(seed)
+    return BertClassifier.from_config_object(config or _config(), num_labels=2)
+
+
+def _mask(drop, counts=(4, 4)):
+    mask = [np.ones([n], np.float32) for n in counts]
+    for layer, head in drop:
+        mask[layer][head] = 0.0
+    return mask
+
+
+def test_head_mask_none_vs_ones_vs_dropped():
+    model = _classifier()
+    encoder = model.encoder
+    features = _features(labels=False)
+    plain = encoder(features, training=False)["sequence_output"].numpy()
+    ones = encoder(features, training=False,
+                   head_mask=tf.ones([2, 4]))["sequence_output"].numpy()
+    np.testing.assert_array_equal(plain, ones)  # bit-identical
+    dropped = encoder(dict(features, head_mask=tf.constant(np.stack(_mask([(1, 2)])))),
+                      training=False)["sequence_output"].numpy()
+    assert np.abs(dropped - plain).max() > 1e-3
+    # Layer 0's outputs do not see a layer-1 mask; a layer-0 mask changes them.
+    out = encoder(features, training=False, head_mask=tf.constant(np.stack(_mask([(1, 2)]))))
+    np.testing.assert_array_equal(out["encoder_outputs"][0].numpy(),
+                                  encoder(features, training=False)["encoder_outputs"][0])
+    out0 = encoder(features, training=False, head_mask=_mask([(0, 0)]))
+    assert np.abs(out0["encoder_outputs"][0].numpy() - plain).max() > 0
+    with pytest.raises(ValueError, match="num_hidden_layers=2"):
+        encoder(features, head_mask=tf.ones([3, 4]))
+
+
+def test_pruned_model_equals_masked_model():
+    """All of layer 0's heads but one and two of layer 1's; then layer 0 with none."""
+    model = _classifier()
+    features = _features()
+    for drop in ([(0, 0), (0, 1), (0, 3), (1, 1), (1, 2)], [(0, 0), (0, 1), (0, 2), (0, 3),
+                                                            (1, 0)]):
+        masked = model(dict(features, head_mask=_mask(drop)), training=False)
+        smaller = heads.prune_heads(model, drop)
+        assert heads.head_counts(smaller) == [4 - sum(l == 0 for l, _ in drop),
+                                              4 - sum(l == 1 for l, _ in drop)]
+        kept0 = heads.head_counts(smaller)[0]
+        attention = smaller.encoder.transformer_layers[0].attention_sublayer.attention
+        assert tuple(attention.query.kernel.shape) == (16, 4 * kept0)
+        assert tuple(attention.output_dense.kernel.shape) == (4 * kept0, 16)
+        pruned = smaller(features, training=False)
+        np.testing.assert_allclose(pruned["logits"].numpy(), masked["logits"].numpy(),
+                                   atol=1e-5)
+        np.testing.assert_allclose(
+            smaller.encoder(features, training=False)["sequence_output"].numpy(),
+            model.encoder(features, training=False, head_mask=_mask(drop))[
+                "sequence_output"].numpy(), atol=1e-5)
+        assert heads.count_parameters(smaller.encoder) == (
+            heads.count_parameters(model.encoder) - len(drop) * (3 * (16 * 4 + 4) + 4 * 16))
+    # Pruning a pruned model again: indices are into the current heads.
+    twice = heads.prune_heads(heads.prune_heads(model, [(1, 0)]), [(1, 0)])
+    np.testing.assert_allclose(
+        twice(features, training=False)["logits"].numpy(),
+        model(dict(features, head_mask=_mask([(1, 0), (1, 1)])), training=False)[
+            "logits"].numpy(), atol=1e-5)
+
+
+def test_importance_equals_finite_differences():
+    model = _classifier(seed=3)
+    batches = [_features(seed=10), _features(seed=11)]
+    scores = heads.head_importance(model, batches)
+    assert scores.shape == (2, 4)
+    eps = 1e-2
+    expected = np.zeros([2, 4])
+    for batch in batches:
+        for layer in range(2):
+            for head in range(4):
+                losses = []
+                for sign in (1.0, -1.0):
+                    mask = _mask([])
+                    mask[layer][head] += sign * eps
+                    loss, _ = model.compute_loss_and_metrics(dict(batch, head_mask=mask),
+                                                             training=False)
+                    losses.append(float(loss))
+                expected[layer, head] += abs((losses[0] - losses[1]) / (2 * eps)) / len(batches)
+    assert expected.max() > 1e-2  # the heads matter on this model
+    np.testing.assert_allclose(scores, expected, rtol=2e-2, atol=5e-4)
+    normalized = heads.head_importance(model, batches, normalize_layers=True)
+    np.testing.assert_allclose(np.linalg.norm(normalized, axis=1), [1.0, 1.0], rtol=1e-6)
+    np.testing.assert_allclose(normalized,
+                               scores / np.linalg.norm(scores, axis=1, keepdims=True),
+                               rtol=1e-6)
+
+
+def test_iterative_pruning_curve(tmp_path):
+    model = _classifier(seed=3)
+    score = [_features(seed=20), _features(seed=21)]
+    dev = [_features(seed=22)]
+    curve = heads.iterative_pruning(model, score, dev, step_fraction=0.25, max_fraction=0.75,
+                                    keep_fraction=0.5)
+    assert [s["heads_left"] for s in curve["steps"]] == [8, 6, 4, 2]
+    assert curve["pruned"] == curve["order"][:4]
+    first = heads.head_importance(model, score, normalize_layers=True)
+    lowest = sorted((first[l, h], l, h) for l in range(2) for h in range(4))[:2]
+    assert sorted(curve["order"][:2]) == sorted((l, h) for _, l, h in lowest)
+    mask = _mask(curve["order"][:2])
+    assert curve["steps"][1]["accuracy"] == heads.evaluate(model, dev, mask)["accuracy"]
+    png = heads.plot_pruning_curve(curve["steps"], str(tmp_path / "curve.png"))
+    with open(png, "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_pruned_checkpoint_and_config_load(tmp_path):
+    model = _classifier()
+    features = _features()
+    smaller = heads.prune_heads(model, [(0, 0), (0, 1), (0, 2), (0, 3), (1, 3)])
+    expected = smaller(features, training=False)["logits"].numpy()
+    config = _config(layer_norm_epsilon=1e-12)
+    prefix, config_path = heads.save_pruned(smaller, str(tmp_path / "out"), config)
+    loaded_config = load_bert_config(config_path)
+    assert loaded_config.extra["num_attention_heads_per_layer"] == [0, 3]
+    assert loaded_config.extra["layer_norm_epsilon"] == 1e-12  # other keys kept
+    with open(config_path) as f:
+        assert json.load(f)["num_attention_heads_per_layer"] == [0, 3]
+    # Google TF1, loaded as every script loads --init_checkpoint=DIR.
+    fresh = BertClassifier.from_config_object(loaded_config, num_labels=2)
+    checkpoints.init_from_checkpoint(fresh, str(tmp_path / "out"))
+    assert heads.load_classifier_head(fresh, str(tmp_path / "out"))
+    np.testing.assert_allclose(fresh(features, training=False)["logits"].numpy(), expected,
+                               atol=1e-6)
+    # This project's own (trainer-style, object-based) checkpoint.
+    optimizer = keras.optimizers.Adam()
+    optimizer.build(smaller.trainable_variables)
+    own = tf.train.Checkpoint(model=smaller, optimizer=optimizer).save(
+        str(tmp_path / "own" / "ckpt"))
+    again = BertClassifier.from_config_object(loaded_config, num_labels=2)
+    checkpoints.init_from_checkpoint(again, own)
+    assert heads.load_classifier_head(again, own)
+    np.testing.assert_allclose(again(features, training=False)["logits"].numpy(), expected,
+                               atol=1e-6)
+    # An encoder alone, and a wrong head count refused by shape.
+    encoder = BertEncoder.from_config_object(loaded_config)
+    checkpoints.init_from_checkpoint(encoder, prefix)
+    wrong = BertEncoder.from_config_object(config)
+    with pytest.raises(checkpoints.CheckpointMismatchError):
+        checkpoints.init_from_checkpoint(wrong, prefix)
+
+
+def test_config_and_heads_validation():
+    with pytest.raises(ValueError, match=r"num_attention_heads_per_layer.*\[1\] = 5"):
+        _config(num_attention_heads_per_layer=[4, 5])
+    with pytest.raises(ValueError, match="has 3 entries"):
+        _config(num_attention_heads_per_layer=[4, 4, 4])
+    counts = [4, 4]
+    assert heads.parse_heads("1:3, 0:0", counts) == [(0, 0), (1, 3)]
+    for spec, message in [("2:0", "layer 2 is out of range"), ("0:4", "head 4 is out of range"),
+                          ("0:1,0:1", "given twice"), ("0-1", "not LAYER:HEAD"),
+                          (",".join(f"{l}:{h}" for l in range(2) for h in range(4)),
+                           "all 8 heads")]:
+        with pytest.raises(ValueError, match=message):
+            heads.parse_heads(spec, counts)
+
+
+def _env():
+    return dict(os.environ, CUDA_VISIBLE_DEVICES="")
+
+
+def test_script_end_to_end_and_bad_values(tmp_path):
+    model = _classifier()
+    model_dir = tmp_path / "model"
+    heads.save_pruned(model, str(model_dir), _config())
+    _config().to_json_file(str(model_dir / "bert_config.json"))  # an unpruned release
+    (model_dir / "vocab.txt").write_text("".join(w + "\n" for w in VOCAB))
+    data = tmp_path / "data"
+    data.mkdir()
+    rows = ["text\tlabel"] + ["%s %s %s\t%s" % (WORDS[i % 10], WORDS[(3 * i) % 10],
+                                                 WORDS[(7 * i) % 10], "ab"[i % 2])
+                              for i in range(12)]
+    for name in ("train.tsv", "dev.tsv"):
+        (data / name).write_text("\n".join(rows) + "\n")
+    common = ["--init_checkpoint=%s" % model_dir,
+              "--bert_config_file=%s" % (model_dir / "bert_config.json"),
+              "--vocab_file=%s" % (model_dir / "vocab.txt"), "--max_seq_length=8",
+              "--task_name=generic", "--data_dir=%s" % data, "--labels=a,b",
+              "--latency_repeats=2"]
+    out = tmp_path / "pruned"
+    result = subprocess.run([sys.executable, SCRIPT] + common + [
+        "--heads_to_prune=0:1,1:0,1:3", "--output_dir=%s" % out],
+        capture_output=True, text=True, timeout=120, env=_env())
+    assert result.returncode == 0, result.stderr
+    report = json.loads((out / "pruning.json").read_text())
+    assert report["heads_removed"] == [[0, 1], [1, 0], [1, 3]]
+    assert report["heads_per_layer_after"] == [3, 2]
+    assert report["classifier_head_loaded"] is True
+    assert report["parameters_after"] == report["parameters_before"] - 3 * (3 * 68 + 64)
+    assert report["latency"]["before_seconds"] > 0 and report["latency"]["after_seconds"] > 0
+    assert len(report["importance"]) == 2
+    # The written model is the in-process pruned one.
+    config = load_bert_config(str(out / "bert_config.json"))
+    fresh = BertClassifier.from_config_object(config, num_labels=2)
+    checkpoints.init_from_checkpoint(fresh, str(out))
+    assert heads.load_classifier_head(fresh, str(out))
+    features = _features()
+    np.testing.assert_allclose(
+        fresh(features, training=False)["logits"].numpy(),
+        heads.prune_heads(model, [(0, 1), (1, 0), (1, 3)])(features, training=False)[
+            "logits"].numpy(), atol=1e-6)
+    bad = subprocess.run([sys.executable, SCRIPT] + common + [
+        "--heads_to_prune=0:1,0:9", "--output_dir=%s" % (tmp_path / "bad")],
+        capture_output=True, text=True, timeout=120, env=_env())
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr
+    lines = [line for line in bad.stderr.splitlines() if line.strip()]
+    assert lines[-1] == ("prune_heads: error: --heads_to_prune: 0:9: head 9 is out of range "
+                         "(layer 0 has heads 0..3)"), bad.stderr[-2000:]
+    assert not (tmp_path / "bad" / "pruning.json").exists()
+
+
+def test_albert_head_mask():
+    from modeling.albert import AlbertConfig
+    from modeling.albert import AlbertEncoder
+    keras.utils.set_random_seed(4)
+    encoder = AlbertEncoder.from_config_object(AlbertConfig(
+        vocab_size=len(VOCAB), embedding_size=8, hidden_size=16, num_hidden_layers=2,
+        num_attention_heads=4, intermediate_size=32, max_position_embeddings=32,
+        initializer_range=0.3))
+    features = _features(labels=False)
+    plain = encoder(features, training=False)["sequence_output"].numpy()
+    np.testing.assert_array_equal(
+        plain, encoder(features, head_mask=tf.ones([2, 4]), training=False)[
+            "sequence_output"].numpy())
+    dropped = encoder(features, head_mask=np.stack(_mask([(0, 2)])), training=False)
+    assert np.abs(dropped["sequence_output"].numpy() - plain).max() > 1e-3
+
+
+def test_run_with_prune_fraction(tmp_path):
+    """`heads.run` (the script's library call) by importance: the curve, the PNG, and the
+    removed model scoring what the masked one scored at the same point."""
+    from modeling.tasks.classifier_job import ClassifierJob
+    model = _classifier(seed=5)
+    model_dir = tmp_path / "model"
+    heads.save_pruned(model, str(model_dir), _config())
+    _config().to_json_file(str(model_dir / "bert_config.json"))
+    (model_dir / "vocab.txt").write_text("".join(w + "\n" for w in VOCAB))
+    data = tmp_path / "data"
+    data.mkdir()
+    for name, offset in (("train.tsv", 0), ("dev.tsv", 5)):
+        rows = ["text\tlabel"] + ["%s %s\t%s" % (WORDS[(i + offset) % 10],
+                                                  WORDS[(3 * i + offset) % 10], "ab"[i % 2])
+                                  for i in range(16)]
+        (data / name).write_text("\n".join(rows) + "\n")
+    job = ClassifierJob(bert_config_file=str(model_dir / "bert_config.json"),
+                        init_checkpoint=str(model_dir), vocab_file=str(model_dir / "vocab.txt"),
+                        output_dir=str(tmp_path / "out"), task_name="generic",
+                        data_dir=str(data), labels=["a", "b"], max_seq_length=8)
+    report = heads.run(job, prune_fraction=0.5, prune_step_fraction=0.25, curve_fraction=0.75,
+                       batch_size=8, latency_repeats=2)
+    assert [s["heads_left"] for s in report["curve"]] == [8, 6, 4, 2]
+    assert sum(report["heads_per_layer_after"]) == 4
+    assert sorted(map(tuple, report["heads_removed"])) == sorted(
+        map(tuple, report["pruning_order"][:4]))
+    assert report["accuracy_after"] == pytest.approx(report["curve"][2]["accuracy"], abs=1e-9)
+    assert os.path.exists(tmp_path / "out" / "pruning_curve.png")
+    with open(tmp_path / "out" / "pruning.json") as f:
+        assert json.load(f)["heads_removed"] == report["heads_removed"]
+    with pytest.raises(ValueError, match="exactly one of"):
+        heads.run(job, heads_to_prune="0:0", prune_fraction=0.5)
+    with pytest.raises(ValueError, match=r"--prune_fraction=1.0: expected a fraction"):
+        heads.run(job, prune_fraction=1.0)
