@@ -52,7 +52,7 @@ class ZeroShotJob:
     language_sampling_alpha: float = 0.7
     # Pre-training steps of each model; None = the bert recipe's demo budget.
     pretrain_steps: Optional[int] = None
-    num_train_epochs: float = 5.0
+    num_train_epochs: float = 20.0
     learning_rate: float = 1e-4
     seed: int = 12345
 
