@@ -145,8 +145,9 @@ class CovePipeline(Pipeline):
         return outputs[0], outputs[1]
 
     def demo_inputs(self, train_texts, eval_texts, work_dir):
-        raise NotImplementedError("the cove pipeline reads parallel text (source<TAB>target), "
-                                  "not the sample corpus: see demo_inputs_from_files")
+        # The demo job calls demo_inputs_from_files (demo_data_files is set).
+        raise ValueError("the cove pipeline reads parallel text (source<TAB>target), not "
+                         "the sample corpus's plain text")
 
     def check_inputs(self, inputs):
         """Every line of every file is `source<TAB>target`; at least one pair."""

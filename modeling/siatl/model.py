@@ -315,13 +315,8 @@ class SiatlClassifier(keras.Model):
         pooled, weights = self.attention_pooling(states, mask)
         pooled = self.output_dropout(pooled, training=training)
         logits = tf.cast(self.output_layer(pooled), tf.float32)
-        outputs = {"logits": logits, "attention_weights": weights}
-        if self.task_type == classification.CLASSIFICATION:
-            outputs["probabilities"] = tf.nn.softmax(logits, axis=-1)
-        elif self.task_type == classification.MULTI_LABEL:
-            outputs["probabilities"] = tf.sigmoid(logits)
-        else:
-            outputs["predictions"] = logits[:, 0]
+        outputs = classification.outputs_of_logits(logits, self.task_type)
+        outputs["attention_weights"] = weights
         return outputs, encoder_outputs
 
     def call(self, features, training=None):

@@ -80,6 +80,18 @@ def _stat(total, count):
     return (tf.cast(total, tf.float32), tf.cast(count, tf.float32))
 
 
+def outputs_of_logits(logits, task_type):
+    """A classifier head's outputs: `logits` plus `probabilities` (or `predictions` for regression)."""
+    outputs = {"logits": logits}
+    if task_type == CLASSIFICATION:
+        outputs["probabilities"] = tf.nn.softmax(logits, axis=-1)
+    elif task_type == MULTI_LABEL:
+        outputs["probabilities"] = tf.sigmoid(logits)
+    else:
+        outputs["predictions"] = logits[:, 0]
+    return outputs
+
+
 def task_loss_and_metrics(outputs, features, task_type, num_labels):
     """`(loss, {name: (sum, count)})` of a classifier's `outputs` (see the module docstring).
 
@@ -204,14 +216,7 @@ class BertClassifier(keras.Model):
         pooled = self.dropout(pooled, training=training)
         logits = tf.matmul(pooled, tf.cast(self.output_weights, pooled.dtype), transpose_b=True)
         logits = tf.cast(logits, tf.float32) + tf.cast(self.output_bias, tf.float32)
-        outputs = {"logits": logits}
-        if self.task_type == CLASSIFICATION:
-            outputs["probabilities"] = tf.nn.softmax(logits, axis=-1)
-        elif self.task_type == MULTI_LABEL:
-            outputs["probabilities"] = tf.sigmoid(logits)
-        else:
-            outputs["predictions"] = logits[:, 0]
-        return outputs
+        return outputs_of_logits(logits, self.task_type)
 
     def compute_loss_and_metrics(self, features, training=None):
         """`(loss, {name: (sum, count)})` for the trainer (see the module docstring)."""

@@ -101,14 +101,7 @@ class UlmfitClassifier(keras.Model):
         hidden = self.head_dropouts[1](self.head_norms[1](hidden, training=training),
                                        training=training)
         logits = tf.cast(self.output_layer(hidden), tf.float32)
-        result = {"logits": logits}
-        if self.task_type == classification.CLASSIFICATION:
-            result["probabilities"] = tf.nn.softmax(logits, axis=-1)
-        elif self.task_type == classification.MULTI_LABEL:
-            result["probabilities"] = tf.sigmoid(logits)
-        else:
-            result["predictions"] = logits[:, 0]
-        return result
+        return classification.outputs_of_logits(logits, self.task_type)
 
     def compute_loss_and_metrics(self, features, training=None):
         outputs = self(features, training=training)
