@@ -60,6 +60,21 @@ def define_trainer_flags(optimizer=True):
                                  message="--layer_lr_decay must be > 0 (ULMFiT: 2.6).")
         flags.register_validator("stlr_cut_frac", lambda v: v is not None and 0 < v < 1,
                                  message="--stlr_cut_frac must be in (0, 1) (ULMFiT: 0.1).")
+    # Magnitude pruning during training (modeling/training/pruning.py).
+    flags.DEFINE_float("target_sparsity", 0.0,
+                       "Magnitude pruning (Zhu & Gupta): the fraction of each encoder dense "
+                       "kernel's weights that are zero at --pruning_end_step, reached along a "
+                       "cubic schedule and kept after it (embeddings, biases, layer norms and "
+                       "the task head stay dense). 0 = no pruning.")
+    flags.DEFINE_integer("pruning_begin_step", 0, "Update at which pruning starts.",
+                         lower_bound=0)
+    flags.DEFINE_integer("pruning_end_step", None,
+                         "Update at which --target_sparsity is reached (default: 3/4 of the "
+                         "training updates; the rest train with the masks fixed).")
+    flags.DEFINE_integer("pruning_frequency", 100, "Updates between mask re-computations.",
+                         lower_bound=1)
+    flags.register_validator("target_sparsity", lambda v: v is not None and 0 <= v < 1,
+                             message="--target_sparsity must be in [0, 1).")
     flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints to keep.")
     flags.DEFINE_enum("nan_policy", "stop", ["stop", "skip"],
                       "When the loss or its gradient becomes NaN or infinite: stop (with "

@@ -14,6 +14,7 @@ from modeling import bert as config_lib
 from modeling.analysis import compression
 from modeling.tasks import classification
 from modeling.training import optimization
+from modeling.training import pruning
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LENGTH = 16
@@ -132,14 +133,20 @@ def test_sparsity_schedule_equals_the_formula():
                 30: 0.8 - 0.7 * 0.5 ** 3,       # 0.7125
                 40: 0.8 - 0.7 * 0.25 ** 3,      # 0.7890625
                 50: 0.8, 1000: 0.8}
+    pruner = pruning.MagnitudePruner([tf.Variable([1.0])], 0.8, 10, 50, frequency=10,
+                                     initial_sparsity=0.1)
     for step, value in expected.items():
         assert compression.polynomial_sparsity(step, 0.8, 10, 50, initial_sparsity=0.1,
                                                frequency=10) == pytest.approx(value, abs=1e-12)
+        # The same schedule as TensorFlow ops (what the training loop runs).
+        assert float(pruner._scheduled(tf.constant(step))[0]) == pytest.approx(value, abs=1e-12)
+    due = [step for step in range(70) if pruner.is_mask_update_step(step)]
+    assert due == [10, 20, 30, 40, 50]
     assert compression.polynomial_sparsity(20, 0.8, 10, 50, frequency=1) == pytest.approx(
         0.8 - 0.8 * 0.75 ** 3)
-    with pytest.raises(compression.CompressionError, match="--target_sparsity"):
+    with pytest.raises(pruning.PruningError, match="--target_sparsity"):
         compression.polynomial_sparsity(0, 1.0, 0, 10)
-    with pytest.raises(compression.CompressionError, match="--pruning_begin_step"):
+    with pytest.raises(pruning.PruningError, match="--pruning_begin_step"):
         compression.polynomial_sparsity(0, 0.5, 10, 10)
 
 

@@ -18,6 +18,7 @@ from modeling import bert as config_lib
 from modeling import objectives
 from modeling import recipes
 from modeling.training import optimization
+from modeling.training import pruning
 from modeling.training import trainer as trainer_lib
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -62,7 +63,7 @@ def _input_fn(path, batch_size, is_training=True, seed=7):
 
 
 def _make_trainer(model_dir, strategy=None, steps=4, accumulation=1, batch_size=8,
-                  save_every=2, lr=1e-3, weights=None, log_steps=1):
+                  save_every=2, lr=1e-3, weights=None, log_steps=1, weight_pruning=None):
     strategy = strategy or tf.distribute.OneDeviceStrategy("/cpu:0")
 
     def model_fn():
@@ -78,7 +79,7 @@ def _make_trainer(model_dir, strategy=None, steps=4, accumulation=1, batch_size=
                                               gradient_accumulation_steps=accumulation),
         model_dir=str(model_dir), train_batch_size=batch_size, num_train_steps=steps,
         save_checkpoints_steps=save_every, log_steps=log_steps,
-        gradient_accumulation_steps=accumulation)
+        gradient_accumulation_steps=accumulation, weight_pruning=weight_pruning)
 
 
 def _optimizer_state(trainer):
@@ -113,15 +114,63 @@ def test_resume_after_interruption_is_exact(tmp_path, synthetic_file):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
+def test_magnitude_pruning_follows_the_schedule_and_resumes_exactly(tmp_path, synthetic_file):
+    """Zhu & Gupta pruning inside the training loop: masks every 2 updates up to
+    update 4 (sparsity 0.6 there), the measured sparsity logged, pruned weights
+    still zero after two more updates, the masks restored on resume (a run
+    "killed" after update 3 ends where the uninterrupted one ends)."""
+    schedule = pruning.PruningSchedule(0.6, begin_step=0, end_step=4, frequency=2)
+    straight = _make_trainer(tmp_path / "straight", steps=6, save_every=3,
+                             weight_pruning=schedule)
+    straight.train(_input_fn(synthetic_file, 8))
+    logged = {step: m["weight_sparsity"] for step, m in straight.history}
+    # Masks at updates 2 (s = 0.6 * (1 - 0.5**3)) and 4 (0.6), kept at 5 and 6.
+    assert logged[1] == 0.0
+    assert logged[2] == pytest.approx(0.6 * (1 - 0.5 ** 3), abs=2e-3)
+    assert logged[3] == pytest.approx(logged[2], abs=2e-3)
+    for step in (4, 5, 6):
+        assert logged[step] == pytest.approx(0.6, abs=2e-3)
+    for variable, mask in zip(straight.pruner.variables, straight.pruner.masks):
+        value = variable.numpy()
+        assert np.sum(value == 0) == round(0.6 * value.size)
+        np.testing.assert_array_equal(value == 0, mask.numpy() == 0)
+
+    interrupted = _make_trainer(tmp_path / "resumed", steps=6, save_every=3,
+                                weight_pruning=schedule)
+    interrupted.num_train_steps = 3
+    interrupted.train(_input_fn(synthetic_file, 8))
+    resumed = _make_trainer(tmp_path / "resumed", steps=6, save_every=3,
+                            weight_pruning=schedule)
+    resumed.restore_or_initialize()
+    for a, b in zip(resumed.pruner.masks, interrupted.pruner.masks):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert min(float(np.min(m.numpy())) for m in resumed.pruner.masks) == 0.0
+    resumed.train(_input_fn(synthetic_file, 8))
+    for a, b in zip(_weights(resumed), _weights(straight)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
 def test_mirrored_two_devices_equals_one_device(tmp_path, synthetic_file):
+    """Also with magnitude pruning: the masks are computed in cross-replica
+    context, so both replicas' copies hold the same zeros as one device's."""
     keras.utils.set_random_seed(1)
     initial = recipes.build_bert_pretrainer(_tiny_config()).get_weights()
     results = {}
+    schedule = pruning.PruningSchedule(0.5, begin_step=0, end_step=1, frequency=1)
     for name, strategy in (("one", tf.distribute.OneDeviceStrategy("/cpu:0")),
                            ("mirrored", tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))):
-        trainer = _make_trainer(tmp_path / name, strategy=strategy, steps=1, weights=initial)
+        trainer = _make_trainer(tmp_path / name, strategy=strategy, steps=1, weights=initial,
+                                weight_pruning=schedule)
         metrics = trainer.train(_input_fn(synthetic_file, 8, is_training=False))
         results[name] = (_weights(trainer), metrics)
+        assert metrics["weight_sparsity"] == pytest.approx(0.5, abs=1e-3)
+    kernels = trainer.pruner.variables
+    assert len(kernels) >= 12  # q, k, v, output, intermediate, output per layer
+    for variable in kernels:
+        copies = [c.numpy() for c in getattr(variable, "value", variable).values]
+        assert len(copies) == 2
+        np.testing.assert_array_equal(copies[0] == 0, copies[1] == 0)
+        assert np.sum(copies[1] == 0) == round(0.5 * copies[1].size)
     assert results["mirrored"][1]["loss"] == pytest.approx(results["one"][1]["loss"], rel=1e-5)
     changed = 0
     for a, b, w0 in zip(results["one"][0], results["mirrored"][0], initial):
@@ -330,3 +379,17 @@ def test_mixed_precision_trains_with_loss_scaling_for_float16(tmp_path, syntheti
         assert out["sequence_output"].dtype == policy.split("_")[1]
     finally:
         keras.mixed_precision.set_global_policy("float32")
+
+
+def test_pruning_flags_reach_the_trainer():
+    """--target_sparsity & co. (every training script's trainer flags) become the
+    trainer's schedule; without them the trainer gets no pruning argument."""
+    from modeling.training import settings  # pylint: disable=g-import-not-at-top
+    assert "weight_pruning" not in settings.TrainerSettings().trainer_options()
+    options = settings.TrainerSettings(target_sparsity=0.5, pruning_begin_step=3,
+                                       pruning_end_step=40, pruning_frequency=5).trainer_options()
+    assert options["weight_pruning"] == pruning.PruningSchedule(0.5, 3, 40, 5)
+    # Default end: three quarters of the run, leaving a recovery period.
+    assert pruning.PruningSchedule(0.5).resolved_end_step(1000) == 750
+    with pytest.raises(pruning.PruningError, match="--pruning_end_step"):
+        pruning.PruningSchedule(0.5, begin_step=800).pruner([tf.Variable([1.0])], 1000)

@@ -32,6 +32,9 @@ import tensorflow as tf
 from tensorflow.python.framework import convert_to_constants  # pylint: disable=g-direct-tensorflow-import
 
 from data import atomic
+# Magnitude pruning during fine-tuning lives with the trainer that runs it;
+# its names stay importable from here.
+from modeling.training.pruning import MagnitudePruner, encoder_dense_kernels, polynomial_sparsity  # pylint: disable=unused-import
 
 __all__ = ["VARIANTS", "CompressionError", "classifier_function", "convert",
            "restore_classifier", "save_feature_model", "read_labelled_records",
@@ -285,123 +288,3 @@ def write_models(models, output_dir):
             f.write(content)
         paths.append(path)
     return paths
-
-
-# ------------------------------------------------------------ magnitude pruning
-#
-# Zhu & Gupta (2017), "To prune, or not to prune": during fine-tuning the
-# sparsity of each pruned kernel rises from s_i to s_f along
-#
-#     s_t = s_f + (s_i - s_f) * (1 - (t - t0) / (n * dt)) ** 3,   t0 <= t <= t0 + n * dt
-#
-# (fast at first, when redundant weights abound, then slower); every dt
-# steps each kernel's mask is recomputed to zero its s_t smallest-magnitude
-# weights, and after every update the masks are applied again, so a pruned
-# weight stays zero whatever the optimizer's moments push into it.
-
-
-def polynomial_sparsity(step, target_sparsity, begin_step, end_step, initial_sparsity=0.0,
-                        frequency=1, power=3):
-    """Zhu & Gupta's sparsity at `step` (a Python number): s_i before, s_f after.
-
-    ``n * dt = end_step - begin_step``; between, the step is rounded down to
-    the last mask update (``begin_step + k * frequency``), since masks only
-    change then.
-    """
-    if not 0.0 <= initial_sparsity <= target_sparsity < 1.0:
-        raise CompressionError("sparsity: expected 0 <= initial (%r) <= target (--target_sparsity"
-                               "=%r) < 1" % (initial_sparsity, target_sparsity))
-    if end_step <= begin_step or frequency < 1:
-        raise CompressionError("pruning steps: expected --pruning_begin_step (%r) < "
-                               "--pruning_end_step (%r) and --pruning_frequency (%r) >= 1"
-                               % (begin_step, end_step, frequency))
-    if step < begin_step:
-        return float(initial_sparsity)
-    if step >= end_step:
-        return float(target_sparsity)
-    step = begin_step + ((step - begin_step) // frequency) * frequency
-    fraction = (step - begin_step) / float(end_step - begin_step)
-    return float(target_sparsity + (initial_sparsity - target_sparsity) * (1.0 - fraction) ** power)
-
-
-def encoder_dense_kernels(model):
-    """The 2-D (and 3-D, per-head) dense kernels of a model's encoder layers.
-
-    Embedding tables, biases, layer norms and the task head stay dense:
-    the kernels of the attention projections and feed-forward layers hold
-    most of BERT's weights outside the embeddings.
-    """
-    encoder = getattr(model, "encoder", model)
-    kernels = []
-    for variable in encoder.trainable_variables:
-        path = getattr(variable, "path", variable.name)
-        if "kernel" in path.split("/")[-1] and "embedding" not in path:
-            kernels.append(variable)
-    if not kernels:
-        raise CompressionError("no dense kernels to prune in %s" % getattr(model, "name", model))
-    return kernels
-
-
-class MagnitudePruner(object):
-    """Masks on `variables`, updated along `polynomial_sparsity`, applied after updates.
-
-    Use after every optimizer update (a custom loop, or a Keras callback's
-    ``on_train_batch_end``)::
-
-        pruner = MagnitudePruner(encoder_dense_kernels(model), 0.5, 0, 1000, frequency=100)
-        for step, batch in enumerate(data):
-            train_step(batch)
-            pruner.step(step)
-
-    `step(t)` recomputes the masks when ``t`` is a mask-update step
-    (``begin_step + k * frequency`` up to `end_step`) and then multiplies every
-    variable by its mask. Each variable is pruned on its own to the
-    scheduled sparsity: the ``round(s * size)`` smallest magnitudes are zeroed
-    (ties by position). Masks are non-trainable variables (kept in
-    checkpoints when the pruner is tracked).
-    """
-
-    def __init__(self, variables, target_sparsity, begin_step, end_step, frequency=100,
-                 initial_sparsity=0.0):
-        polynomial_sparsity(begin_step, target_sparsity, begin_step, end_step,
-                            initial_sparsity, frequency)  # checks the arguments
-        self.variables = list(variables)
-        self.target_sparsity = float(target_sparsity)
-        self.initial_sparsity = float(initial_sparsity)
-        self.begin_step = int(begin_step)
-        self.end_step = int(end_step)
-        self.frequency = int(frequency)
-        self.masks = [tf.Variable(tf.ones(v.shape, v.dtype), trainable=False,
-                                  name="pruning_mask") for v in self.variables]
-
-    def sparsity(self, step):
-        return polynomial_sparsity(step, self.target_sparsity, self.begin_step, self.end_step,
-                                   self.initial_sparsity, self.frequency)
-
-    def is_mask_update_step(self, step):
-        return (self.begin_step <= step <= self.end_step and
-                ((step - self.begin_step) % self.frequency == 0 or step == self.end_step))
-
-    def update_masks(self, sparsity):
-        for variable, mask in zip(self.variables, self.masks):
-            values = np.abs(np.asarray(variable.numpy()).reshape(-1))
-            count = int(round(sparsity * values.size))
-            new = np.ones(values.size, np.float32)
-            if count:
-                new[np.argsort(values, kind="stable")[:count]] = 0.0
-            mask.assign(new.reshape(mask.shape).astype(mask.dtype.as_numpy_dtype))
-
-    def apply_masks(self):
-        for variable, mask in zip(self.variables, self.masks):
-            variable.assign(variable * mask)
-
-    def step(self, step):
-        """After the update of `step`: new masks if due, then masks applied."""
-        if self.is_mask_update_step(step):
-            self.update_masks(self.sparsity(step))
-        self.apply_masks()
-
-    def measured_sparsity(self):
-        """Fraction of exact zeros over all pruned variables."""
-        zeros = sum(int(np.sum(v.numpy() == 0)) for v in self.variables)
-        return zeros / float(sum(int(np.prod(v.shape)) for v in self.variables))

@@ -24,6 +24,7 @@ from typing import Optional
 import keras
 
 from modeling.training import distribute
+from modeling.training import pruning
 from modeling.training import run_lock
 
 __all__ = ["TrainerSettings", "output_dir_lock", "start_run"]
@@ -53,6 +54,11 @@ class TrainerSettings:
     stlr_ratio: float = 32.0
     layer_lr_decay: float = 1.0
     unfreeze_steps: int = 0
+    # Magnitude pruning during training (modeling.training.pruning); 0 = off.
+    target_sparsity: float = 0.0
+    pruning_begin_step: int = 0
+    pruning_end_step: Optional[int] = None
+    pruning_frequency: int = 100
 
     def get_strategy(self):
         """The `tf.distribute` strategy of `distribution_strategy` and its options."""
@@ -80,10 +86,15 @@ class TrainerSettings:
 
     def trainer_options(self):
         """Keyword arguments of `trainer.Trainer` from these settings."""
-        return {"keep_checkpoint_max": self.keep_checkpoint_max, "log_steps": self.log_steps,
-                "gradient_accumulation_steps": self.gradient_accumulation_steps,
-                "use_xla": self.use_xla, "nan_policy": self.nan_policy,
-                "steps_per_loop": self.steps_per_loop}
+        options = {"keep_checkpoint_max": self.keep_checkpoint_max, "log_steps": self.log_steps,
+                   "gradient_accumulation_steps": self.gradient_accumulation_steps,
+                   "use_xla": self.use_xla, "nan_policy": self.nan_policy,
+                   "steps_per_loop": self.steps_per_loop}
+        if self.target_sparsity:
+            options["weight_pruning"] = pruning.PruningSchedule(
+                self.target_sparsity, self.pruning_begin_step, self.pruning_end_step,
+                self.pruning_frequency)
+        return options
 
 
 def start_run(job):

@@ -42,6 +42,7 @@ import tensorflow as tf
 from data import atomic
 from data import termination
 from modeling.training import distribute
+from modeling.training import pruning
 
 NAN_POLICIES = ("stop", "skip")
 
@@ -134,13 +135,19 @@ class Trainer(object):
         between steps. A loop never crosses a logging or checkpoint
         boundary, and it ends early at a non-finite update
         (nan_policy="stop") or when SIGTERM arrives.
+      weight_pruning: optional `pruning.PruningSchedule`: magnitude pruning
+        of the encoder's dense kernels (`pruning.encoder_dense_kernels`)
+        during training, its masks recomputed on the schedule and applied
+        after every update inside the training loop (in cross-replica
+        context, so every replica holds the same zeros), saved in the
+        checkpoints, the measured sparsity logged as ``weight_sparsity``.
     """
 
     def __init__(self, strategy, model_fn, optimizer_fn, model_dir, train_batch_size,
                  num_train_steps, save_checkpoints_steps=1000, keep_checkpoint_max=5,
                  log_steps=100, gradient_accumulation_steps=1, use_xla=False,
                  init_fn=None, checkpoint_data_position=True, loss_scale=None,
-                 nan_policy="stop", steps_per_loop=1):
+                 nan_policy="stop", steps_per_loop=1, weight_pruning=None):
         if nan_policy not in NAN_POLICIES:
             raise ValueError("nan_policy (--nan_policy) must be one of %s, got %r"
                              % (", ".join(NAN_POLICIES), nan_policy))
@@ -172,6 +179,8 @@ class Trainer(object):
             # Slots and accumulators exist before step 1, so a checkpoint can
             # restore them and strategy.run never has to create variables.
             self.optimizer.build(self.model.trainable_variables)
+            self.pruner = (None if weight_pruning is None else weight_pruning.pruner(
+                pruning.encoder_dense_kernels(self.model), self.num_train_steps))
         # The optimizer that counts micro-steps and reports gradient norms
         # (inside the loss-scale wrapper, if any).
         self._base_optimizer = getattr(self.optimizer, "inner_optimizer", self.optimizer)
@@ -238,6 +247,8 @@ class Trainer(object):
             # Forward, backward, update and metrics: one XLA computation.
             replica_step = tf.function(replica_step, jit_compile=True)
 
+        pruner = self.pruner
+
         def one_update(iterator):
             totals = None
             for _ in range(self.accumulation_steps):
@@ -247,6 +258,8 @@ class Trainer(object):
                     per_replica)
                 totals = reduced if totals is None else tf.nest.map_structure(
                     tf.add, totals, reduced)
+            if pruner is not None:  # after the update: masks due? then applied
+                pruner.step(optimizer.iterations)
             return totals
 
         nonfinite = getattr(self._base_optimizer, "nonfinite_updates", None)
@@ -307,8 +320,9 @@ class Trainer(object):
                 if v.name.endswith("seed_generator_state")]
 
     def _make_manager(self):
+        extra = {} if self.pruner is None else {"pruning_masks": self.pruner.masks}
         checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer,
-                                         random_states=self._rng_states())
+                                         random_states=self._rng_states(), **extra)
         manager = tf.train.CheckpointManager(
             checkpoint, directory=self._checkpoint_dir(),
             max_to_keep=self.keep_checkpoint_max, checkpoint_name="ckpt",
@@ -404,6 +418,8 @@ class Trainer(object):
                 norm = getattr(self._base_optimizer, "gradient_norm", None)
                 if norm is not None:
                     last["gradient_norm"] = float(norm.numpy())
+                if self.pruner is not None:
+                    last["weight_sparsity"] = self.pruner.measured_sparsity()
                 with writer.as_default(step=step):
                     for name, value in last.items():
                         tf.summary.scalar(name, value)
