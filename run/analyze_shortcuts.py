@@ -21,6 +21,11 @@
     python run/analyze_shortcuts.py --mode=hans_evaluate --input=/tmp/hans/hans.tsv \
       --predictions_file=/tmp/mnli_model/test_results.tsv --output_dir=/tmp/hans
 
+Pictures (--plot, the default; --noplot: none): arct_cues writes cues.png
+(productivity vs coverage of every cue, the top --plot_top labelled, the chance
+line), hans_evaluate hans.png (accuracy per heuristic x label, and per
+sub-case); modeling/analysis/plots.py draws them.
+
 Every output is written atomically; the ablation and adversarial directories
 are read by ``run_classifier --task_name=arct --data_dir=<dir>`` unchanged.
 The library is `data.probing` (arct, hans); this script only parses flags.
@@ -35,6 +40,7 @@ from absl import flags
 
 from data.probing import arct
 from data.probing import hans
+from modeling.analysis import plots
 
 MODES = ("arct_cues", "arct_ablations", "arct_adversarial", "hans_generate", "hans_evaluate")
 
@@ -68,6 +74,9 @@ flags.DEFINE_list("label_list", None, "hans_evaluate: the classifier's labels in
                   "(default contradiction,entailment,neutral for 3 columns, "
                   "entailment,non-entailment for 2).")
 
+flags.DEFINE_bool("plot", True, "arct_cues: also write cues.png; hans_evaluate: hans.png.")
+flags.DEFINE_integer("plot_top", 10, "arct_cues: cues labelled in cues.png.", lower_bound=0)
+
 FLAGS = flags.FLAGS
 
 
@@ -98,6 +107,9 @@ def main(_):
                                       FLAGS.processor, **generic)
         report = arct.cue_statistics(examples, _orders(), FLAGS.min_applicability)
         paths = arct.write_cues(report, FLAGS.output_dir, FLAGS.top)
+        if FLAGS.plot:
+            paths = tuple(paths) + (os.path.join(FLAGS.output_dir, "cues.png"),)
+            plots.plot_cues(report, paths[-1], top=FLAGS.plot_top)
         print("%d data points (%s), chance %.3f; top cues (productivity, coverage):"
               % (report["n"], report["kind"], report["chance"] or 0.0))
         for row in report["cues"][:10]:
@@ -140,6 +152,9 @@ def main(_):
                                                             len(examples)))
         result = hans.evaluate_hans(predictions, examples)
         out = hans.write_evaluation(result, os.path.join(FLAGS.output_dir, "hans_results.json"))
+        if FLAGS.plot:
+            plots.plot_hans(result, os.path.join(FLAGS.output_dir, "hans.png"))
+            out += ", " + os.path.join(FLAGS.output_dir, "hans.png")
         print("overall accuracy %.4f (%d pairs)" % (result["overall"]["accuracy"],
                                                     result["overall"]["count"]))
         for heuristic, cells in result["by_heuristic"].items():

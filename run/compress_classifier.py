@@ -10,7 +10,9 @@ trained; or --checkpoint for a given prefix), converts it with the TFLite
 converter to float32, dynamic-range int8 and float16 models, and evaluates
 each in the TFLite interpreter against the float model on --eval_file (by
 default MODEL_DIR/eval.tf_record, the records run_classifier.py --do_eval
-wrote). See modeling/analysis/compression.py.
+wrote). See modeling/analysis/compression.py. With --output_file, a picture
+of size, latency and accuracy per variant goes beside it as compression.png
+(--noplot: none; modeling/analysis/plots.py).
 """
 
 import json
@@ -24,6 +26,7 @@ import tensorflow as tf
 from data import atomic
 from modeling import bert as config_lib
 from modeling.analysis import compression
+from modeling.analysis import plots
 from modeling.tasks import classification
 
 FLAGS = flags.FLAGS
@@ -39,6 +42,7 @@ flags.DEFINE_integer("repeats", 3, "Timed passes over the examples (median).", l
 flags.DEFINE_integer("max_examples", None, "Evaluate at most this many examples.")
 flags.DEFINE_string("output_file", None, "Write the JSON report here.")
 flags.DEFINE_string("tflite_dir", None, "Also write model_<variant>.tflite files here.")
+flags.DEFINE_bool("plot", True, "With --output_file, also write compression.png beside it.")
 
 _HEAD_KEY = "model/output_weights/.ATTRIBUTES/VARIABLE_VALUE"
 
@@ -62,8 +66,12 @@ def main(_):
                              % (variant, ", ".join(compression.VARIANTS)))
     path = _checkpoint_path()
     eval_file = FLAGS.eval_file or os.path.join(FLAGS.model_dir or "", "eval.tf_record")
+    plot_file = None
+    if FLAGS.output_file and FLAGS.plot:
+        plot_file = os.path.join(os.path.dirname(FLAGS.output_file), "compression.png")
     if FLAGS.output_file:
-        atomic.check_outputs([("--output_file", FLAGS.output_file)],
+        atomic.check_outputs([("--output_file", FLAGS.output_file)]
+                             + ([("--plot", plot_file)] if plot_file else []),
                              [("--eval_file", eval_file)])
     shapes = dict(tf.train.list_variables(path))
     num_labels = FLAGS.num_labels
@@ -95,6 +103,9 @@ def main(_):
         compression.write_models(models, FLAGS.tflite_dir)
     if FLAGS.output_file:
         atomic.write_text(FLAGS.output_file, json.dumps(report, indent=2) + "\n")
+    if plot_file:
+        plots.plot_compression(report, plot_file)
+        print("wrote %s" % plot_file)
 
 
 if __name__ == "__main__":

@@ -9,8 +9,11 @@
 the answer goes (one [MASK], widened to the answer's word pieces, or one per
 piece; see modeling/analysis/cloze.py). Prints P@1, P@10 and the
 per-relation table; --output_file gets the JSON report (every fact's rank
-and top-10 answers).
+and top-10 answers), and cloze.png beside it: P@1 and P@10 per relation and
+over all facts (--noplot: none; modeling/analysis/plots.py).
 """
+
+import os
 
 import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-order
 
@@ -22,6 +25,7 @@ from modeling import bert as config_lib
 from modeling import checkpoints
 from modeling import recipes
 from modeling.analysis import cloze
+from modeling.analysis import plots
 from modeling.serving import inference
 
 FLAGS = flags.FLAGS
@@ -34,12 +38,17 @@ flags.DEFINE_string("output_file", None, "Write the JSON report here.")
 flags.DEFINE_integer("max_seq_length", 128, "Word pieces per statement.", lower_bound=3)
 flags.DEFINE_integer("batch_size", 32, "Statements per forward pass.", lower_bound=1)
 flags.DEFINE_integer("top_k", 10, "Answers listed per fact (at least 10).", lower_bound=10)
+flags.DEFINE_bool("plot", True, "With --output_file, also write cloze.png beside it.")
 
 
 def main(_):
     tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
+    plot_file = None
+    if FLAGS.output_file and FLAGS.plot:
+        plot_file = os.path.join(os.path.dirname(FLAGS.output_file), "cloze.png")
     if FLAGS.output_file:
-        atomic.check_outputs([("--output_file", FLAGS.output_file)],
+        atomic.check_outputs([("--output_file", FLAGS.output_file)]
+                             + ([("--plot", plot_file)] if plot_file else []),
                              [("--facts_file", FLAGS.facts_file),
                               ("--vocab_file", FLAGS.vocab_file)])
     facts = cloze.read_facts(FLAGS.facts_file)
@@ -63,6 +72,9 @@ def main(_):
     if FLAGS.output_file:
         cloze.write_report(report, FLAGS.output_file, extra={
             "facts_file": FLAGS.facts_file, "init_checkpoint": FLAGS.init_checkpoint})
+    if plot_file:
+        plots.plot_cloze(report, plot_file)
+        print("wrote %s" % plot_file)
 
 
 if __name__ == "__main__":

@@ -11,14 +11,19 @@ sampled with q_i = p_i^alpha / sum_j p_j^alpha (p_i its share of the words;
 alpha 0.7 in mBERT, 1 = natural shares, 0 = uniform): its whole documents,
 in a seeded shuffled order, repeated or cut to q_i of --total_words. The
 output directory gets one text file per language and sampling.json (sizes,
-p, q, what was written). The work is `data.multilingual`.
+p, q, what was written), and sampling.png: p_i beside q_i per language, and
+q_i as a function of alpha in [0, 1] (--noplot: none). The work is
+`data.multilingual`; the picture `modeling/analysis/plots.py`.
 """
+
+import os
 
 import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-order
 
 from absl import flags
 
 from data import multilingual
+from modeling.analysis import plots
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None, "Comma-separated patterns, one language each.")
@@ -28,6 +33,7 @@ flags.DEFINE_string("output_dir", None, "Where <language>.txt and sampling.json 
 flags.DEFINE_integer("total_words", None, "Words in all (default: the input's own size).")
 flags.DEFINE_integer("seed", 12345, "Seed of the document order.")
 flags.DEFINE_bool("do_lower_case", True, "Lower-case when counting words (as the tokenizer will).")
+flags.DEFINE_bool("plot", True, "Also write sampling.png into --output_dir.")
 
 
 def main(_):
@@ -39,6 +45,10 @@ def main(_):
         print("%s: %d words (p=%.3f) -> q=%.3f, wrote %d words in %d documents" % (
             language, report["sizes"][language], report["p"][language], report["q"][language],
             report["written"][language]["words"], report["written"][language]["documents"]))
+    if FLAGS.plot:
+        path = os.path.join(FLAGS.output_dir, "sampling.png")
+        plots.plot_language_sampling(report, path)
+        print("wrote %s" % path)
 
 
 if __name__ == "__main__":

@@ -236,6 +236,7 @@ def test_probe_cloze_script_on_a_google_checkpoint(tiny, tmp_path, sample_vocab_
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
     assert result.returncode == 0, result.stderr[-3000:]
     assert "P@1" in result.stdout
+    assert os.path.getsize(tmp_path / "cloze.png") > 0  # --plot (default) beside --output_file
     with open(out, encoding="utf-8") as f:
         written = json.load(f)
     expected = cloze.probe(model, tokenizer, cloze.read_facts(facts_file), path=facts_file)

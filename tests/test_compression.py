@@ -235,6 +235,7 @@ def test_compress_classifier_script(classifier, tmp_path):
     with open(out) as f:
         report = json.load(f)
     assert report["num_examples"] == 8
+    assert os.path.getsize(tmp_path / "compression.png") > 0  # --plot (default) beside the JSON
     assert list(report["variants"]) == ["dynamic_int8"]
     labels = np.array([label for _, label in examples])
     assert report["float"]["accuracy"] == pytest.approx(np.mean(np.arange(8) % 4 != 0))

@@ -88,6 +88,7 @@ def test_scripts_on_the_bundled_english_and_chinese_halves(tmp_path):
                     "--output_dir=%s" % (tmp_path / "corpus")], check=True, cwd=ROOT,
                    capture_output=True)
     report = json.loads((tmp_path / "corpus" / "sampling.json").read_text())
+    assert os.path.getsize(tmp_path / "corpus" / "sampling.png") > 0  # --plot (default)
     sizes = report["sizes"]
     assert report["q"] == pytest.approx(
         multilingual.language_sampling_probabilities(sizes, 0.7))
