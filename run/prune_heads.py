@@ -1,4 +1,4 @@
-"""Removes attention heads from a BERT model: a smaller checkpoint that every script loads.
+"""Removes attention heads from a BERT or ALBERT model: a smaller checkpoint every script loads.
 
 Explicit heads (0-based LAYER:HEAD):
 
@@ -22,6 +22,21 @@ and `pruning.json` (heads removed, importance, accuracy before/after,
 parameters and measured latency before/after). Use it as
 `--init_checkpoint=/tmp/pruned --bert_config_file=/tmp/pruned/bert_config.json`.
 
+ALBERT (`--model_family=albert`): all layers share one attention layer, so
+a head is removed at every depth. `--heads_to_prune` names heads of the
+shared layer, `HEAD` or `*:HEAD` (e.g. `--heads_to_prune=1,*:5`); `LAYER:HEAD`
+is accepted only if the head is listed for every layer (a partial entry is
+refused: the layer is shared). `--prune_fraction` scores a shared head by the
+sum over depths of its importance and removes whole shared heads. The output
+is `model.ckpt` and `albert_config.json` with `num_attention_heads_per_group`:
+
+    python run/prune_heads.py --model_family=albert --init_checkpoint=$ALBERT_DIR \
+      --bert_config_file=$ALBERT_DIR/albert_config.json --vocab_file=$ALBERT_DIR/vocab.txt \
+      --heads_to_prune=0,7 --output_dir=/tmp/albert_pruned
+
+then `--model_family=albert --init_checkpoint=/tmp/albert_pruned
+--bert_config_file=/tmp/albert_pruned/albert_config.json` in every script.
+
 The run is `modeling.analysis.heads.run`; this script only parses flags.
 """
 
@@ -34,15 +49,22 @@ from data import processors as processors_lib
 from modeling.analysis import heads
 from modeling.tasks import classifier_job
 
+flags.DEFINE_string("model_family", "bert",
+                    "The encoder's model family (bert or albert): how --bert_config_file and "
+                    "--init_checkpoint are read and what a head is (ALBERT: a head of the "
+                    "shared layer).")
 flags.DEFINE_string("init_checkpoint", None,
                     "The model: a Google bert_model.ckpt prefix or folder, a checkpoint of this "
                     "project (e.g. run_classifier's output_dir), or HF safetensors.")
-flags.DEFINE_string("bert_config_file", None, "The model's bert_config.json.")
+flags.DEFINE_string("bert_config_file", None,
+                    "The model's bert_config.json (ALBERT: albert_config.json).")
 flags.DEFINE_string("vocab_file", None, "The model's vocab.txt (needed with labelled data).")
 flags.DEFINE_string("output_dir", None,
                     "Where bert_model.ckpt, bert_config.json and pruning.json are written.")
 flags.DEFINE_string("heads_to_prune", None,
-                    "Heads to remove: LAYER:HEAD,... (0-based), e.g. 0:1,3:0.")
+                    "Heads to remove: LAYER:HEAD,... (0-based), e.g. 0:1,3:0. ALBERT: "
+                    "heads of the shared layer, HEAD or *:HEAD (e.g. 1,*:5), or LAYER:HEAD "
+                    "listed for every layer.")
 flags.DEFINE_float("prune_fraction", None,
                    "Instead of --heads_to_prune: remove this fraction of all heads, the least "
                    "important first (needs labelled data).")
@@ -91,6 +113,9 @@ def main(_):
         latency_repeats=flags.FLAGS.latency_repeats)
     print("Heads per layer: %s -> %s" % (report["heads_per_layer_before"],
                                          report["heads_per_layer_after"]))
+    if "shared_heads_after" in report:
+        print("Shared heads:    %s -> %s" % (report["shared_heads_before"],
+                                             report["shared_heads_after"]))
     if "accuracy_after" in report:
         print("Dev accuracy:    %.4f -> %.4f" % (report["accuracy_before"],
                                                  report["accuracy_after"]))

@@ -318,3 +318,275 @@ def test_run_with_prune_fraction(tmp_path):
         heads.run(job, heads_to_prune="0:0", prune_fraction=0.5)
     with pytest.raises(ValueError, match=r"--prune_fraction=1.0: expected a fraction"):
         heads.run(job, prune_fraction=1.0)
+
+
+# ------------------------------------------------------------------ ALBERT
+#
+# ALBERT's layers share one attention block, so a head is removed at every
+# depth: the unit of pruning is a head of the shared block (a column of the
+# [layers, heads] mask). Tiny ALBERT: E=8, hidden 16, 3 layers, 4 heads of
+# width 4, a large initializer range so heads matter. No learning claimed.
+
+def _albert_config(**changes):
+    from modeling.albert import AlbertConfig
+    values = dict(vocab_size=len(VOCAB), embedding_size=8, hidden_size=16,
+                  num_hidden_layers=3, num_attention_heads=4, intermediate_size=32,
+                  max_position_embeddings=32, initializer_range=0.3)
+    values.update(changes)
+    return AlbertConfig(**values)
+
+
+def _albert_classifier(seed=1, config=None):
+    keras.utils.set_random_seed(seed)
+    return BertClassifier.from_config_object(config or _albert_config(), num_labels=2,
+                                             family="albert")
+
+
+def _column_mask(layers, drop, heads_per_layer=4):
+    """`[layers, heads]` with the columns `drop` zeroed (a head gone at every depth)."""
+    mask = np.ones([layers, heads_per_layer], np.float32)
+    mask[:, list(drop)] = 0.0
+    return mask
+
+
+def test_albert_removed_shared_heads_equal_masked_at_every_depth():
+    model = _albert_classifier()
+    features = _features()
+    plain = model.encoder(features, training=False)
+    masked = model.encoder(features, training=False, head_mask=_column_mask(3, [1, 3]))
+    assert np.abs(masked["sequence_output"].numpy()
+                  - plain["sequence_output"].numpy()).max() > 1e-3  # the heads matter
+    for spec in ([1, 3], "1,*:3", "0:1,1:1,2:1,3", [(0, 3), (0, 1)]):
+        smaller = heads.prune_heads(model, spec)
+        assert heads.head_units(smaller).counts == [2]
+        assert heads.head_counts(smaller) == [2, 2, 2]
+        attention = smaller.encoder.attention_sublayers[0].attention
+        assert tuple(attention.query.kernel.shape) == (16, 8)  # 2 heads of width 4
+        assert tuple(attention.output_dense.kernel.shape) == (8, 16)
+        out = smaller.encoder(features, training=False)
+        for depth in range(3):  # every depth, not only the last
+            np.testing.assert_allclose(out["encoder_outputs"][depth].numpy(),
+                                       masked["encoder_outputs"][depth].numpy(), atol=1e-5)
+        np.testing.assert_allclose(
+            smaller(features, training=False)["logits"].numpy(),
+            model(dict(features, head_mask=_column_mask(3, [1, 3])), training=False)[
+                "logits"].numpy(), atol=1e-5)
+        assert heads.count_parameters(smaller.encoder) == (
+            heads.count_parameters(model.encoder) - 2 * (3 * (16 * 4 + 4) + 4 * 16))
+    # Two groups of two layers, two inner blocks each: (group, head) is removed from
+    # both inner blocks of its group, at both of its depths.
+    config = _albert_config(num_hidden_layers=4, num_hidden_groups=2, inner_group_num=2)
+    model = _albert_classifier(seed=2, config=config)
+    smaller = heads.prune_heads(model, "0:2,1:2,2:0,3:0,2:3,3:3")
+    assert heads.head_units(smaller).counts == [3, 2]
+    assert heads.head_counts(smaller) == [3, 3, 2, 2]
+    mask = np.ones([4, 4], np.float32)
+    mask[0:2, 2] = mask[2:4, 0] = mask[2:4, 3] = 0.0
+    np.testing.assert_allclose(
+        smaller(features, training=False)["logits"].numpy(),
+        model(dict(features, head_mask=mask), training=False)["logits"].numpy(), atol=1e-5)
+
+
+def test_albert_heads_to_prune_rules():
+    units = heads.head_units_of_config(_albert_config(), "albert")
+    assert units.unit_of_layer == [0, 0, 0] and units.counts == [4] and units.shared
+    assert heads.parse_shared_heads("3, *:1", units) == [(0, 1), (0, 3)]
+    assert heads.parse_shared_heads("0:2,2:2,1:2", units) == [(0, 2)]
+    for spec, message in [
+            ("0:1", r"^--heads_to_prune: 0:1: the layer is shared \(all ALBERT layers use "
+                    r"one attention layer\), so head 1 goes at every depth: list it for "
+                    r"layers 1,2 too, or give it once as 1 or \*:1$"),
+            ("0:1,2:1", "list it for layer 1 too"),
+            ("4", r"head 4 is out of range \(the shared layer has heads 0..3\)"),
+            ("1,*:1", "head 1 is given twice"), ("1:x", "is not HEAD, \\*:HEAD or LAYER:HEAD"),
+            ("0,1,2,3", "removes all 4 heads of the shared attention"),
+            ("5:0", "layer 5 is out of range")]:
+        with pytest.raises(ValueError, match=message):
+            heads.parse_shared_heads(spec, units)
+    grouped = heads.head_units_of_config(
+        _albert_config(num_hidden_layers=4, num_hidden_groups=2), "albert")
+    assert grouped.unit_of_layer == [0, 0, 1, 1]
+    assert heads.parse_shared_heads("2:1,3:1", grouped) == [(1, 1)]
+    with pytest.raises(ValueError, match="ALBERT layers 2..3 use one attention layer"):
+        heads.parse_shared_heads("3:1", grouped)
+    with pytest.raises(ValueError, match="num_hidden_groups=2"):
+        heads.parse_shared_heads("1", grouped)
+    # The config field is checked like BERT's per-layer counts.
+    with pytest.raises(ValueError, match=r"num_attention_heads_per_group.*\[0\] = 5"):
+        _albert_config(num_attention_heads_per_group=[5])
+    with pytest.raises(ValueError, match="has 2 entries; num_hidden_groups is 1"):
+        _albert_config(num_attention_heads_per_group=[2, 2])
+
+
+def test_albert_shared_importance_is_sum_over_depths():
+    """The reference is computed here: one gradient tape over a [layers, heads] mask,
+    |dL_b/dm_{l,h}| per batch, averaged over batches, summed over depths."""
+    model = _albert_classifier(seed=3)
+    batches = [_features(seed=30), _features(seed=31)]
+    reference, one_gate = np.zeros([3, 4]), np.zeros([4])
+    for batch in batches:
+        mask = tf.Variable(tf.ones([3, 4]))
+        with tf.GradientTape() as tape:
+            loss, _ = model.compute_loss_and_metrics(dict(batch, head_mask=mask),
+                                                     training=False)
+        gradient = tape.gradient(loss, mask).numpy()
+        reference += np.abs(gradient) / len(batches)
+        one_gate += np.abs(gradient.sum(0)) / len(batches)  # one gate shared by all depths
+    per_depth = heads.head_importance(model, batches)
+    np.testing.assert_allclose(per_depth, reference, rtol=1e-4, atol=1e-7)
+    shared = heads.shared_head_importance(model, batches)
+    assert shared.shape == (1, 4) and reference.sum(0).max() > 1e-3
+    np.testing.assert_allclose(shared[0], reference.sum(0), rtol=1e-4, atol=1e-7)
+    # Not the sensitivity to one gate shared by all depths (|sum| < sum |.| for a head
+    # whose depths pull in opposite directions, as here).
+    assert np.abs(shared[0] - one_gate).max() > 1e-3
+    normalized = heads.shared_head_importance(model, batches, normalize=True)
+    np.testing.assert_allclose(normalized[0], reference.sum(0) / np.linalg.norm(
+        reference.sum(0)), rtol=1e-4)
+    # Iterative pruning removes whole shared heads, the lowest sum first.
+    dev = [_features(seed=32)]
+    curve = heads.iterative_pruning(model, batches, dev, step_fraction=0.25,
+                                    max_fraction=0.5)
+    assert [s["heads_left"] for s in curve["steps"]] == [4, 3, 2]
+    assert curve["order"][0] == (0, int(np.argmin(reference.sum(0))))
+    assert all(group == 0 for group, _ in curve["pruned"])
+    assert curve["steps"][2]["accuracy"] == heads.evaluate(
+        model, dev, list(_column_mask(3, [h for _, h in curve["pruned"]])))["accuracy"]
+
+
+def test_albert_pruned_checkpoint_loads_everywhere(tmp_path):
+    from modeling.albert import load_albert_config
+    from modeling.tasks import classifier_job
+    model = _albert_classifier(seed=4)
+    features = _features()
+    smaller = heads.prune_heads(model, [0, 2])
+    expected = smaller(features, training=False)["logits"].numpy()
+    out = tmp_path / "out"
+    prefix, config_path = heads.save_pruned(smaller, str(out),
+                                            _albert_config(layer_norm_epsilon=1e-12))
+    assert os.path.basename(config_path) == "albert_config.json"
+    assert os.path.basename(prefix) == "model.ckpt"
+    with open(config_path) as f:
+        written = json.load(f)
+    assert written["num_attention_heads_per_group"] == [2]
+    assert written["num_attention_heads"] == 4 and written["layer_norm_epsilon"] == 1e-12
+    names = dict(tf.train.list_variables(prefix))
+    assert names["bert/encoder/transformer/group_0/inner_group_0/attention_1/self/query/"
+                 "kernel"] == [16, 8]
+    # A fresh classifier from the written config, loaded as every script loads it.
+    config = load_albert_config(config_path)
+    fresh = BertClassifier.from_config_object(config, num_labels=2, family="albert")
+    checkpoints.init_from_checkpoint(fresh, str(out))
+    assert heads.load_classifier_head(fresh, str(out))
+    np.testing.assert_allclose(fresh(features, training=False)["logits"].numpy(), expected,
+                               atol=1e-6)
+    # run_classifier's path: --model_family=albert --bert_config_file=DIR/albert_config.json
+    # --init_checkpoint=DIR builds the pruned encoder and loads it.
+    (tmp_path / "vocab.txt").write_text("".join(w + "\n" for w in VOCAB))
+    job = classifier_job.ClassifierJob(
+        model_family="albert", bert_config_file=config_path, init_checkpoint=str(out),
+        vocab_file=str(tmp_path / "vocab.txt"), output_dir=str(tmp_path / "cls"),
+        task_name="generic", data_dir=str(tmp_path), labels=["a", "b"], max_seq_length=8,
+        do_eval=True)
+    _, input_format = classifier_job._check_job(job)  # pylint: disable=protected-access
+    built = input_format.build_model(2, "classification")
+    input_format.init_model(built, job.init_checkpoint)
+    np.testing.assert_allclose(
+        built.encoder(features, training=False)["pooled_output"].numpy(),
+        smaller.encoder(features, training=False)["pooled_output"].numpy(), atol=1e-6)
+    # The unpruned config refuses the smaller weights by shape.
+    with pytest.raises(checkpoints.CheckpointMismatchError):
+        checkpoints.init_from_checkpoint(_albert_classifier(), str(out))
+
+
+def test_albert_script_end_to_end_and_partial_entry(tmp_path):
+    """`run/prune_heads.py --model_family=albert`: explicit shared heads with labelled
+    dev data, written and reloaded; then a partial LAYER:HEAD entry refused in one line."""
+    model = _albert_classifier(seed=5)
+    model_dir = tmp_path / "model"
+    heads.save_pruned(model, str(model_dir), _albert_config())  # unpruned: 4 heads
+    _albert_config().to_json_file(str(model_dir / "albert_config.json"))
+    (model_dir / "vocab.txt").write_text("".join(w + "\n" for w in VOCAB))
+    data = tmp_path / "data"
+    data.mkdir()
+    rows = ["text\tlabel"] + ["%s %s %s\t%s" % (WORDS[i % 10], WORDS[(3 * i) % 10],
+                                                 WORDS[(7 * i) % 10], "ab"[i % 2])
+                              for i in range(12)]
+    (data / "dev.tsv").write_text("\n".join(rows) + "\n")
+    common = ["--model_family=albert", "--init_checkpoint=%s" % model_dir,
+              "--bert_config_file=%s" % (model_dir / "albert_config.json"),
+              "--vocab_file=%s" % (model_dir / "vocab.txt"), "--max_seq_length=8",
+              "--task_name=generic", "--data_dir=%s" % data, "--labels=a,b",
+              "--latency_repeats=2"]
+    out = tmp_path / "pruned"
+    result = subprocess.run([sys.executable, SCRIPT] + common + [
+        "--heads_to_prune=*:3,1", "--output_dir=%s" % out],
+        capture_output=True, text=True, timeout=120, env=_env())
+    assert result.returncode == 0, result.stderr
+    report = json.loads((out / "pruning.json").read_text())
+    assert report["heads_removed"] == [[0, 1], [0, 3]]
+    assert report["shared_heads_before"] == [4] and report["shared_heads_after"] == [2]
+    assert report["heads_per_layer_after"] == [2, 2, 2]
+    assert report["parameters_after"] == report["parameters_before"] - 2 * (3 * 68 + 64)
+    assert np.asarray(report["importance_per_layer"]).shape == (3, 4)
+    np.testing.assert_allclose(np.asarray(report["importance"]).shape, (1, 4))
+    config = json.loads((out / "albert_config.json").read_text())
+    assert config["num_attention_heads_per_group"] == [2]
+    from modeling.albert import load_albert_config
+    fresh = BertClassifier.from_config_object(load_albert_config(out / "albert_config.json"),
+                                              num_labels=2, family="albert")
+    checkpoints.init_from_checkpoint(fresh, str(out))
+    assert heads.load_classifier_head(fresh, str(out))
+    features = _features()
+    np.testing.assert_allclose(
+        fresh(features, training=False)["logits"].numpy(),
+        model(dict(features, head_mask=_column_mask(3, [1, 3])), training=False)[
+            "logits"].numpy(), atol=1e-5)
+    # A partial entry: the script's library call refuses it in one line (script.run
+    # prints a ValueError as `prune_heads: error: <message>`, see the BERT test above)
+    # before any model is built or anything written.
+    from modeling.tasks.classifier_job import ClassifierJob
+    job = ClassifierJob(model_family="albert",
+                        bert_config_file=str(model_dir / "albert_config.json"),
+                        init_checkpoint=str(model_dir), output_dir=str(tmp_path / "bad"))
+    with pytest.raises(ValueError) as error:
+        heads.run(job, heads_to_prune="0:1,1:1")
+    assert str(error.value) == (
+        "--heads_to_prune: 0:1: the layer is shared (all ALBERT layers use one attention "
+        "layer), so head 1 goes at every depth: list it for layer 2 too, or give it once "
+        "as 1 or *:1")
+    assert not (tmp_path / "bad").exists()
+
+
+def test_albert_run_with_prune_fraction(tmp_path):
+    """`heads.run` by importance for ALBERT: whole shared heads go, and the removed model
+    scores what the masked one scored at that point of the curve."""
+    from modeling.tasks.classifier_job import ClassifierJob
+    model = _albert_classifier(seed=6)
+    model_dir = tmp_path / "model"
+    heads.save_pruned(model, str(model_dir), _albert_config())
+    (model_dir / "vocab.txt").write_text("".join(w + "\n" for w in VOCAB))
+    data = tmp_path / "data"
+    data.mkdir()
+    for name, offset in (("train.tsv", 0), ("dev.tsv", 5)):
+        rows = ["text\tlabel"] + ["%s %s\t%s" % (WORDS[(i + offset) % 10],
+                                                  WORDS[(3 * i + offset) % 10], "ab"[i % 2])
+                                  for i in range(16)]
+        (data / name).write_text("\n".join(rows) + "\n")
+    job = ClassifierJob(model_family="albert",
+                        bert_config_file=str(model_dir / "albert_config.json"),
+                        init_checkpoint=str(model_dir), vocab_file=str(model_dir / "vocab.txt"),
+                        output_dir=str(tmp_path / "out"), task_name="generic",
+                        data_dir=str(data), labels=["a", "b"], max_seq_length=8)
+    report = heads.run(job, prune_fraction=0.5, prune_step_fraction=0.25, batch_size=8,
+                       latency_repeats=2)
+    assert [s["heads_left"] for s in report["curve"]] == [4, 3, 2]
+    assert report["shared_heads_after"] == [2] and report["heads_per_layer_after"] == [2, 2, 2]
+    assert sorted(map(tuple, report["heads_removed"])) == sorted(
+        map(tuple, report["pruning_order"][:2]))
+    assert report["accuracy_after"] == pytest.approx(report["curve"][2]["accuracy"], abs=1e-9)
+    assert os.path.exists(tmp_path / "out" / "pruning_curve.png")
+    with pytest.raises(ValueError, match="--model_family=gpt2: head pruning supports bert "
+                                         "and albert"):
+        heads.run(ClassifierJob(model_family="gpt2", bert_config_file="x",
+                                init_checkpoint="x", output_dir="x"), heads_to_prune="1")

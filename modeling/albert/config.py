@@ -12,7 +12,35 @@ from modeling.bert.config import BertConfig
 from modeling.bert.config import BertConfigError
 from modeling.bert.config import _check_value
 
-__all__ = ["AlbertConfig", "ALBERT_VOCAB_SIZE", "list_albert_presets", "load_albert_config"]
+__all__ = ["AlbertConfig", "ALBERT_VOCAB_SIZE", "HEADS_PER_GROUP_KEY", "check_heads_per_group",
+           "list_albert_presets", "load_albert_config"]
+
+# The albert_config.json key of a head-pruned ALBERT (`modeling.analysis.heads`,
+# `run/prune_heads.py`): one head count per group of shared layers
+# (`num_hidden_groups` entries; one for ALBERT's usual single shared layer).
+# Every attention block of a group (all its depths, all `inner_group_num`
+# blocks) has that many heads, each `hidden_size // num_attention_heads` wide.
+# Written only when present, so other configs are unchanged.
+HEADS_PER_GROUP_KEY = "num_attention_heads_per_group"
+
+
+def check_heads_per_group(counts, num_hidden_groups, num_attention_heads):
+    """`counts` as a list of ints, or `BertConfigError` naming what is wrong."""
+    if isinstance(counts, (str, bytes)) or not hasattr(counts, "__len__"):
+        raise BertConfigError(f"`{HEADS_PER_GROUP_KEY}` must be a list of "
+                              f"{num_hidden_groups} integers, got {counts!r}.")
+    if len(counts) != num_hidden_groups:
+        raise BertConfigError(f"`{HEADS_PER_GROUP_KEY}` has {len(counts)} entries; "
+                              f"num_hidden_groups is {num_hidden_groups}.")
+    checked = []
+    for i, count in enumerate(counts):
+        if isinstance(count, bool) or not isinstance(count, (int, float)) \
+                or (isinstance(count, float) and not count.is_integer()) \
+                or not 0 <= count <= num_attention_heads:
+            raise BertConfigError(f"`{HEADS_PER_GROUP_KEY}`[{i}] = {count!r}: expected an "
+                                  f"integer in [0, num_attention_heads={num_attention_heads}].")
+        checked.append(int(count))
+    return checked
 
 
 # Field name -> (default, kind), in the order google-research/albert's
@@ -50,7 +78,7 @@ ALBERT_SCHEMA = config_schema.ConfigSchema(
      "num_attention_heads", "intermediate_size"),
     extra_keys=({"gap_size", "num_memory_blocks", "layer_norm_epsilon",
                  "classifier_dropout_prob", "layer_norm_eps", "position_embedding_type",
-                 "ln_type"}
+                 "ln_type", HEADS_PER_GROUP_KEY}
                 | config_schema.GOOGLE_BERT_EXTRA_KEYS | config_schema.HF_COMMON_KEYS),
     model_types=("albert",))
 
@@ -90,7 +118,10 @@ class AlbertConfig(BertConfig):
 
     and `type_vocab_size` 2, dropouts 0 (v2 configs; v1 used 0.1).
     Unknown keys (`gap_size`, `num_memory_blocks`, HF keys, ...) are kept in
-    `extra` and written back, as with `BertConfig`.
+    `extra` and written back, as with `BertConfig`. A head-pruned ALBERT has
+    `num_attention_heads_per_group` (`HEADS_PER_GROUP_KEY`) among them: one
+    head count per group of shared layers, `num_attention_heads` still
+    fixing the head width.
 
     Activation note: google-research/albert's "gelu" is the tanh
     approximation of GELU; the config keeps the word as written and
@@ -128,6 +159,11 @@ class AlbertConfig(BertConfig):
             raise BertConfigError(
                 f"`num_hidden_groups` ({self.num_hidden_groups}) cannot exceed "
                 f"`num_hidden_layers` ({self.num_hidden_layers}).")
+        if HEADS_PER_GROUP_KEY in values:
+            # A head-pruned ALBERT: each group's shared attention has its own
+            # head count; the weights' shapes follow it.
+            values[HEADS_PER_GROUP_KEY] = check_heads_per_group(
+                values[HEADS_PER_GROUP_KEY], self.num_hidden_groups, self.num_attention_heads)
         self.extra = copy.deepcopy(values)
 
     @classmethod

@@ -77,6 +77,8 @@ form, as everywhere in this project).
 
 import keras
 
+from modeling.albert.config import HEADS_PER_GROUP_KEY
+from modeling.albert.config import check_heads_per_group
 from modeling.encoder import EncoderBase
 from modeling.layers import (
     LAYER_NORM_EPSILON,
@@ -138,6 +140,11 @@ class AlbertEncoder(EncoderBase):
         layer_norm_epsilon: 1e-12 as in ALBERT.
         output_attention_probs: default for returning attention
             probabilities (one entry per layer and inner group).
+        num_attention_heads_per_group: optional list of `num_hidden_groups`
+            head counts in [0, num_attention_heads] (a head-pruned ALBERT,
+            `modeling.analysis.heads`): every attention block of group g has
+            that many heads of width `hidden_size // num_attention_heads`.
+            "all" sharing only; None = `num_attention_heads` everywhere.
         **kwargs: Keras `Model` arguments (`name`, `dtype`, `trainable`).
 
     `num_hidden_groups` > 1 is only meaningful with "all" sharing (each
@@ -171,6 +178,7 @@ class AlbertEncoder(EncoderBase):
         share_parameters="all",
         layer_norm_epsilon=LAYER_NORM_EPSILON,
         output_attention_probs=False,
+        num_attention_heads_per_group=None,
         **kwargs,
     ):
         kwargs.setdefault("name", "albert_encoder")
@@ -197,6 +205,14 @@ class AlbertEncoder(EncoderBase):
             )
         if inner_group_num < 1:
             raise ValueError(f"inner_group_num must be >= 1, got {inner_group_num}.")
+        if num_attention_heads_per_group is not None:
+            if share_parameters != "all":
+                raise ValueError(
+                    "num_attention_heads_per_group sets the heads of the fully shared "
+                    f"blocks; it needs share_parameters='all', got {share_parameters!r}.")
+            num_attention_heads_per_group = check_heads_per_group(
+                num_attention_heads_per_group, num_hidden_groups, num_attention_heads)
+        self.num_attention_heads_per_group = num_attention_heads_per_group
         self.vocab_size = vocab_size
         self.embedding_size = embedding_size
         self.hidden_size = hidden_size
@@ -245,8 +261,17 @@ class AlbertEncoder(EncoderBase):
             share_parameters, per_layer)
         num_ffn = {"all": num_blocks, "ffn": inner_group_num}.get(
             share_parameters, per_layer)
+
+        def head_args(block):
+            # A pruned ALBERT: block b belongs to group b // inner_group_num.
+            if num_attention_heads_per_group is None:
+                return {}
+            return {"num_attention_heads":
+                    num_attention_heads_per_group[block // inner_group_num],
+                    "head_size": hidden_size // num_attention_heads}
+
         self.attention_sublayers = [
-            AttentionSublayer(
+            AttentionSublayer(**dict(dict(
                 hidden_size=hidden_size,
                 num_attention_heads=num_attention_heads,
                 hidden_dropout_prob=hidden_dropout_prob,
@@ -255,7 +280,7 @@ class AlbertEncoder(EncoderBase):
                 layer_norm_epsilon=layer_norm_epsilon,
                 dtype=policy,
                 name=f"attention_{i}",
-            )
+            ), **head_args(i)))
             for i in range(num_attention)
         ]
         self.ffn_sublayers = [
@@ -332,8 +357,17 @@ class AlbertEncoder(EncoderBase):
             )
         args = cls._args_from_config_object(albert_config)
         args["hidden_act"] = albert_activation(args["hidden_act"])
+        heads = (getattr(albert_config, "extra", None) or {}).get(HEADS_PER_GROUP_KEY)
+        if heads is not None:
+            args["num_attention_heads_per_group"] = list(heads)
         args.update(kwargs)
         return cls(**args)
+
+    def get_config(self):
+        config = super().get_config()
+        if self.num_attention_heads_per_group is not None:
+            config["num_attention_heads_per_group"] = list(self.num_attention_heads_per_group)
+        return config
 
     # ------------------------------------------------------------------ layers
 

@@ -27,8 +27,18 @@ heads for real: a new model whose layers have fewer heads
 columns and biases and attention-output kernel rows copied, which computes
 exactly what the masked model computes. `save_pruned` writes it as a Google
 TF1 checkpoint plus a `bert_config.json` that every script loads.
+
+ALBERT applies one attention block at every depth (per group of layers; one
+group in the released models), so its heads can only be removed everywhere
+at once. The pruning unit is then a head of the shared block (`HeadUnits`):
+its importance is the sum over depths of the per-depth scores
+(`shared_head_importance`), masking it zeroes a column of the `[layers,
+heads]` mask, and `prune_heads` gives an ALBERT whose shared block has fewer
+heads of the same width (`num_attention_heads_per_group` in
+`albert_config.json`), saved as google-research/albert's `model.ckpt`.
 """
 
+import importlib
 import json
 import math
 import os
@@ -41,7 +51,12 @@ import tensorflow as tf
 from data import atomic
 from modeling.bert.config import HEADS_PER_LAYER_KEY
 
-__all__ = ["count_parameters", "evaluate", "head_counts", "head_importance",
+# The families whose heads can be removed (`run/prune_heads.py --model_family`).
+PRUNABLE_FAMILIES = ("bert", "albert")
+
+__all__ = ["HeadUnits", "PRUNABLE_FAMILIES", "head_units", "head_units_of_config",
+           "parse_heads_for", "parse_shared_heads", "shared_head_importance",
+           "count_parameters", "evaluate", "head_counts", "head_importance",
            "iterative_pruning", "load_classifier_head", "measure_latency",
            "parse_heads", "plot_pruning_curve", "prune_heads", "save_pruned"]
 
@@ -49,21 +64,95 @@ __all__ = ["count_parameters", "evaluate", "head_counts", "head_importance",
 # ------------------------------------------------------------------ structure
 
 def _encoder_of(model):
-    return model if hasattr(model, "transformer_layers") else model.encoder
+    if hasattr(model, "transformer_layers") or _is_shared(model):
+        return model
+    return model.encoder
+
+
+def _is_shared(encoder):
+    """An ALBERT-style encoder: attention blocks shared between layers."""
+    return hasattr(encoder, "attention_sublayers") and hasattr(encoder, "group_of_layer")
 
 
 def _attention(encoder, layer):
     return encoder.transformer_layers[layer].attention_sublayer.attention
 
 
-def head_counts(model):
-    """The number of heads of each layer of `model`'s (BERT) encoder."""
+class HeadUnits:
+    """What a head-pruning step removes: a head of one *unit*.
+
+    For BERT a unit is a layer. For ALBERT (one attention block shared by
+    every layer of a group; one group, so one block, in the released
+    models) a unit is a group: removing head h of group g removes it at
+    every depth of the group (and from each of its `inner_group_num`
+    blocks), so that is the only removal the weights allow.
+
+    Attributes:
+        unit_of_layer: the unit of each layer (`[num_hidden_layers]`).
+        counts: the heads of each unit.
+        shared: True for ALBERT's groups, False for BERT's layers.
+    """
+
+    def __init__(self, unit_of_layer, counts, shared):
+        self.unit_of_layer = list(unit_of_layer)
+        self.counts = list(counts)
+        self.shared = bool(shared)
+
+    @property
+    def layer_counts(self):
+        """The heads of each layer."""
+        return [self.counts[u] for u in self.unit_of_layer]
+
+    def layers_of(self, unit):
+        return [l for l, u in enumerate(self.unit_of_layer) if u == unit]
+
+    def layer_mask(self, unit_mask):
+        """A per-layer head mask (list of vectors) from one vector per unit."""
+        return [unit_mask[u] for u in self.unit_of_layer]
+
+
+def _group_of_layer(layer, num_layers, num_groups):
+    # google-research/albert's formula (AlbertEncoder.group_of_layer).
+    return int(layer / num_layers * num_groups)
+
+
+def head_units(model):
+    """`HeadUnits` of `model`'s encoder (a BERT or a fully shared ALBERT)."""
     encoder = _encoder_of(model)
-    if not hasattr(encoder, "transformer_layers"):
-        raise ValueError(f"{type(encoder).__name__}: head pruning needs a BERT encoder "
-                         "(one block per layer).")
-    return [_attention(encoder, i).num_attention_heads
-            for i in range(encoder.num_hidden_layers)]
+    if hasattr(encoder, "transformer_layers"):
+        counts = [_attention(encoder, i).num_attention_heads
+                  for i in range(encoder.num_hidden_layers)]
+        return HeadUnits(range(len(counts)), counts, False)
+    if _is_shared(encoder):
+        if encoder.share_parameters != "all":
+            raise ValueError(f"{type(encoder).__name__}: head pruning needs ALBERT's full "
+                             "sharing (share_parameters='all'), got "
+                             f"{encoder.share_parameters!r}")
+        k = encoder.inner_group_num
+        counts = [encoder.attention_sublayers[g * k].attention.num_attention_heads
+                  for g in range(encoder.num_hidden_groups)]
+        return HeadUnits([encoder.group_of_layer(l) for l in range(encoder.num_hidden_layers)],
+                         counts, True)
+    raise ValueError(f"{type(encoder).__name__}: head pruning needs a BERT encoder "
+                     "(one block per layer) or an ALBERT encoder (shared blocks).")
+
+
+def head_units_of_config(config, model_family="bert"):
+    """`HeadUnits` of the encoder a `bert_config.json` / `albert_config.json` describes."""
+    layers, heads = config.num_hidden_layers, config.num_attention_heads
+    extra = getattr(config, "extra", None) or {}
+    if model_family == "albert":
+        from modeling.albert.config import HEADS_PER_GROUP_KEY  # pylint: disable=g-import-not-at-top
+        groups = config.num_hidden_groups
+        return HeadUnits([_group_of_layer(l, layers, groups) for l in range(layers)],
+                         extra.get(HEADS_PER_GROUP_KEY, [heads] * groups), True)
+    counts = extra.get(HEADS_PER_LAYER_KEY, [heads] * layers)
+    return HeadUnits(range(layers), counts, False)
+
+
+def head_counts(model):
+    """The number of heads of each layer of `model`'s (BERT or ALBERT) encoder."""
+    return head_units(model).layer_counts
 
 
 def _ones(counts):
@@ -78,11 +167,12 @@ def _as_matrix(per_layer, counts, fill=np.nan):
     return matrix
 
 
-def parse_heads(spec, counts, what="--heads_to_prune"):
+def parse_heads(spec, counts, what="--heads_to_prune", unit="layer"):
     """`"LAYER:HEAD,..."` (0-based) -> sorted list of (layer, head); one-line errors.
 
     Rejects malformed items, layers or heads out of range, duplicates, and a
-    list that removes every head of every layer.
+    list that removes every head of every layer. (`unit` names what the
+    first index counts in the messages: "layer", or "group" for ALBERT.)
     """
     items = [item.strip() for item in spec.split(",")] if isinstance(spec, str) else spec
     heads, seen = [], set()
@@ -96,10 +186,10 @@ def parse_heads(spec, counts, what="--heads_to_prune"):
         else:
             layer, head = (int(v) for v in item)
         if not 0 <= layer < len(counts):
-            raise ValueError(f"{what}: {layer}:{head}: layer {layer} is out of range "
-                             f"(the model has layers 0..{len(counts) - 1})")
+            raise ValueError(f"{what}: {layer}:{head}: {unit} {layer} is out of range "
+                             f"(the model has {unit}s 0..{len(counts) - 1})")
         if not 0 <= head < counts[layer]:
-            raise ValueError(f"{what}: {layer}:{head}: head {head} is out of range (layer "
+            raise ValueError(f"{what}: {layer}:{head}: head {head} is out of range ({unit} "
                              f"{layer} has heads 0..{counts[layer] - 1})")
         if (layer, head) in seen:
             raise ValueError(f"{what}: {layer}:{head} is given twice")
@@ -108,9 +198,103 @@ def parse_heads(spec, counts, what="--heads_to_prune"):
     if not heads:
         raise ValueError(f"{what}: no heads given")
     if len(heads) == sum(counts):
-        raise ValueError(f"{what}: removes all {len(heads)} heads of every layer; keep at "
+        raise ValueError(f"{what}: removes all {len(heads)} heads of every {unit}; keep at "
                          "least one")
     return sorted(heads)
+
+
+def _is_int(text):
+    return text.strip().lstrip("-").isdigit()
+
+
+def parse_shared_heads(spec, units, what="--heads_to_prune"):
+    """ALBERT's `--heads_to_prune` -> sorted (group, head) pairs; one-line errors.
+
+    The layers of a group share one attention block, so a head is removed at
+    every depth or not at all. Two spellings, mixable:
+
+        HEAD or *:HEAD      head HEAD of the shared layer (one group only,
+                            as in every released ALBERT), e.g. `1,*:3`
+        LAYER:HEAD          listed for EVERY layer sharing that block, e.g.
+                            `0:1,1:1,...,11:1` for a 12-layer ALBERT
+
+    A LAYER:HEAD entry whose head is not listed for all the other layers of
+    its group is refused (the layer is shared), as are heads out of range,
+    duplicates and removing every head. `spec` may also be a list of those
+    strings, of ints (HEAD) and of (LAYER, HEAD) tuples. (`prune_heads`
+    takes the result, (GROUP, HEAD) pairs.)
+    """
+    items = [item.strip() for item in spec.split(",")] if isinstance(spec, str) else list(spec)
+    short, by_pair = [], {}
+    groups = len(units.counts)
+    for item in items:
+        if isinstance(item, str):
+            parts = item.split(":")
+            if len(parts) == 1 and _is_int(parts[0]):
+                short.append((item, int(parts[0])))
+                continue
+            if len(parts) == 2 and parts[0].strip() == "*" and _is_int(parts[1]):
+                short.append((item, int(parts[1])))
+                continue
+            if len(parts) != 2 or not all(_is_int(p) for p in parts):
+                raise ValueError(f"{what}: {item!r} is not HEAD, *:HEAD or LAYER:HEAD (0-based "
+                                 "integers; ALBERT's layers share their heads, e.g. 1 or *:1)")
+            layer, head = int(parts[0]), int(parts[1])
+        elif isinstance(item, (int, np.integer)):
+            short.append((str(item), int(item)))
+            continue
+        else:
+            layer, head = (int(v) for v in item)
+        layers = len(units.unit_of_layer)
+        if not 0 <= layer < layers:
+            raise ValueError(f"{what}: {layer}:{head}: layer {layer} is out of range "
+                             f"(the model has layers 0..{layers - 1})")
+        group = units.unit_of_layer[layer]
+        if not 0 <= head < units.counts[group]:
+            raise ValueError(f"{what}: {layer}:{head}: head {head} is out of range (the "
+                             f"shared layer has heads 0..{units.counts[group] - 1})")
+        listed = by_pair.setdefault((group, head), [])
+        if layer in listed:
+            raise ValueError(f"{what}: {layer}:{head} is given twice")
+        listed.append(layer)
+    pairs = []
+    for item, head in short:
+        if groups != 1:
+            raise ValueError(f"{what}: {item}: with num_hidden_groups={groups} a head is "
+                             "not one shared head; give LAYER:HEAD for every layer of its "
+                             "group")
+        if not 0 <= head < units.counts[0]:
+            raise ValueError(f"{what}: {item}: head {head} is out of range (the shared layer "
+                             f"has heads 0..{units.counts[0] - 1})")
+        if (0, head) in pairs:
+            raise ValueError(f"{what}: head {head} is given twice")
+        pairs.append((0, head))
+    for (group, head), listed in sorted(by_pair.items()):
+        missing = [l for l in units.layers_of(group) if l not in listed]
+        if missing:
+            sharing = ("all ALBERT layers use one attention layer" if groups == 1 else
+                       f"ALBERT layers {units.layers_of(group)[0]}.."
+                       f"{units.layers_of(group)[-1]} use one attention layer")
+            short_form = f", or give it once as {head} or *:{head}" if groups == 1 else ""
+            raise ValueError(
+                f"{what}: {min(listed)}:{head}: the layer is shared ({sharing}), so head "
+                f"{head} goes at every depth: list it for layer"
+                f"{'s' if len(missing) > 1 else ''} {','.join(map(str, missing))} too"
+                f"{short_form}")
+        if (group, head) in pairs:
+            raise ValueError(f"{what}: head {head} is given twice")
+        pairs.append((group, head))
+    if pairs and len(set(pairs)) == sum(units.counts):
+        raise ValueError(f"{what}: removes all {len(pairs)} heads of the shared attention; "
+                         "keep at least one")
+    return parse_heads(pairs, units.counts, what, unit="group")
+
+
+def parse_heads_for(spec, units, what="--heads_to_prune"):
+    """`parse_heads` (BERT: (layer, head)) or `parse_shared_heads` (ALBERT: (group, head))."""
+    if units.shared:
+        return parse_shared_heads(spec, units, what)
+    return parse_heads(spec, units.counts, what)
 
 
 # ----------------------------------------------------------------- measuring
@@ -188,6 +372,47 @@ def head_importance(model, batches, head_mask=None, normalize_layers=False, _gra
     return _as_matrix(scores, counts)
 
 
+def shared_head_importance(model, batches, head_mask=None, normalize=False, _grads=None):
+    """ALBERT's importance of a shared head: the sum over depths of Michel et al.'s.
+
+    Head h of a group's shared attention block acts at every layer l of the
+    group, each with its own gate m_{l,h}; removing it closes all of them.
+    Its score is
+
+        I_{g,h} = sum over layers l of group g of I_{l,h}
+
+    with I_{l,h} = mean over batches of |dL_b/dm_{l,h}| (`head_importance`,
+    unnormalised). With `normalize` each group's scores are divided by their
+    L2 norm (the analogue of Michel et al.'s per-layer normalisation).
+
+    Args:
+        head_mask: where the gradients are taken: one `[heads]` vector per
+            group (the same gate at every depth), or a per-layer list as
+            `head_importance` takes; default all ones.
+
+    Returns:
+        `[groups, max heads]` float64 array (for BERT, whose units are its
+        layers, `head_importance` itself).
+    """
+    units = head_units(model)
+    if head_mask is not None and len(head_mask) == len(units.counts) \
+            and len(units.counts) != len(units.unit_of_layer):
+        head_mask = units.layer_mask(head_mask)
+    if not units.shared:
+        return head_importance(model, batches, head_mask, normalize, _grads=_grads)
+    per_layer = head_importance(model, batches, head_mask, normalize_layers=False,
+                                _grads=_grads)
+    scores = []
+    for group, count in enumerate(units.counts):
+        total = np.zeros([count], np.float64)
+        for layer in units.layers_of(group):
+            total += per_layer[layer, :count]
+        if normalize and total.size:
+            total = total / (np.linalg.norm(total) + 1e-20)
+        scores.append(total)
+    return _as_matrix(scores, units.counts)
+
+
 def count_parameters(model):
     """Number of scalars in `model`'s weights."""
     return int(sum(np.prod(w.shape) for w in model.weights))
@@ -223,6 +448,11 @@ def iterative_pruning(model, score_batches, eval_batches, step_fraction=0.1,
             set is reported as `pruned` (the heads to remove); default
             `max_fraction`. The curve goes on to `max_fraction`.
 
+    For ALBERT the unit is a head of a group's shared attention block
+    (`HeadUnits`): it is scored by `shared_head_importance` (the sum over
+    depths), masked at every depth at once, and the pairs below are
+    (group, head); the fractions are of the shared heads.
+
     Returns:
         dict: `steps` (list of {"heads_left", "fraction_pruned", "accuracy",
         "loss", "pruned_this_step"}), `pruned` (the (layer, head) pairs masked
@@ -235,17 +465,25 @@ def iterative_pruning(model, score_batches, eval_batches, step_fraction=0.1,
     if not 0.0 < max_fraction < 1.0:
         raise ValueError(f"the fraction of heads to prune must be in (0, 1), got {max_fraction}")
     keep_fraction = max_fraction if keep_fraction is None else keep_fraction
-    counts = head_counts(model)
+    units = head_units(model)
+    counts = units.counts  # BERT: one entry per layer; ALBERT: per shared group
     total = sum(counts)
     target = min(total - 1, int(round(max_fraction * total)))
     keep_target = min(target, int(round(keep_fraction * total)))
     per_step = max(1, int(round(step_fraction * total)))
-    mask = _ones(counts)
+    mask = _ones(counts)  # one vector per unit; ALBERT's layers share their group's
     score_batches, eval_batches = list(score_batches), list(eval_batches)
     grads = _gradient_fn(model)  # traced once for every step
 
+    def score(unit_mask):
+        if not units.shared:
+            return head_importance(model, score_batches, unit_mask, normalize_layers,
+                                   _grads=grads)
+        return shared_head_importance(model, score_batches, units.layer_mask(unit_mask),
+                                      normalize_layers, _grads=grads)
+
     def record(pruned_now):
-        result = evaluate(model, eval_batches, mask)
+        result = evaluate(model, eval_batches, units.layer_mask(mask))
         left = int(sum(m.sum() for m in mask))
         return {"heads_left": left, "fraction_pruned": 1.0 - left / total,
                 "accuracy": result.get("accuracy"), "loss": result.get("loss"),
@@ -255,7 +493,7 @@ def iterative_pruning(model, score_batches, eval_batches, step_fraction=0.1,
     if keep_target == 0:
         pruned = []
     while len(order) < target:
-        scores = head_importance(model, score_batches, mask, normalize_layers, _grads=grads)
+        scores = score(mask)
         if first_scores is None:
             first_scores = scores
         candidates = [(scores[l, h], l, h) for l in range(len(counts))
@@ -272,8 +510,7 @@ def iterative_pruning(model, score_batches, eval_batches, step_fraction=0.1,
         if pruned is None and len(order) >= keep_target:
             pruned = list(order)
     if first_scores is None:
-        first_scores = head_importance(model, score_batches, None, normalize_layers,
-                                       _grads=grads)
+        first_scores = score(None) if not units.shared else score(_ones(counts))
     return {"steps": steps, "pruned": pruned if pruned is not None else list(order),
             "order": order, "importance": _nested(first_scores)}
 
@@ -296,9 +533,19 @@ def prune_heads(model, heads):
         The pruned model, of `model`'s type: its layers have
         `num_attention_heads_per_layer` heads, and with dropout off it computes
         what `model` computes with those heads masked (head_mask 0).
+
+    ALBERT (`AlbertEncoder` with full sharing, or a task model around one):
+    `heads` are (group, head) pairs of the shared attention (group 0 with
+    one shared layer), `{group: [heads]}`, plain head numbers or a
+    `parse_shared_heads` string; the new encoder has
+    `num_attention_heads_per_group` and computes what `model` computes with
+    those heads masked at every depth.
     """
     encoder = _encoder_of(model)
-    counts = head_counts(model)
+    units = head_units(model)
+    if units.shared:
+        return _prune_shared_heads(model, encoder, units, heads)
+    counts = units.counts
     if isinstance(heads, dict):
         heads = [(int(l), int(h)) for l, hs in heads.items() for h in hs]
     drop = {}
@@ -309,6 +556,46 @@ def prune_heads(model, heads):
     config[HEADS_PER_LAYER_KEY] = [len(k) for k in kept]
     new_encoder = type(encoder).from_config(config)
     _copy_weights(encoder, new_encoder, kept)
+    return _rebuild(model, encoder, new_encoder)
+
+
+def _prune_shared_heads(model, encoder, units, heads):
+    """`prune_heads` for ALBERT: `heads` are (group, head) pairs, `{group: [heads]}`,
+    or plain head numbers / `parse_shared_heads` strings (one shared layer)."""
+    if isinstance(heads, dict):
+        heads = [(int(g), int(h)) for g, hs in heads.items() for h in hs]
+    if isinstance(heads, str):
+        pairs = parse_shared_heads(heads, units, "prune_heads")
+    else:
+        pairs, numbers = [], []
+        for item in heads:
+            if isinstance(item, (int, np.integer)):
+                numbers.append(int(item))
+            else:
+                pairs.append(tuple(int(v) for v in item))
+        if numbers:
+            pairs += parse_shared_heads(numbers, units, "prune_heads")
+        pairs = parse_heads(pairs, units.counts, "prune_heads", unit="group")
+    drop = {}
+    for group, head in pairs:
+        drop.setdefault(group, set()).add(head)
+    kept = [[h for h in range(n) if h not in drop.get(g, ())]
+            for g, n in enumerate(units.counts)]
+    config = encoder.get_config()
+    config["num_attention_heads_per_group"] = [len(k) for k in kept]
+    new_encoder = type(encoder).from_config(config)
+    for old, new in zip(encoder.weights, new_encoder.weights):
+        if tuple(old.shape) == tuple(new.shape):
+            new.assign(old)
+    k = encoder.inner_group_num
+    for block, (old_sub, new_sub) in enumerate(zip(encoder.attention_sublayers,
+                                                   new_encoder.attention_sublayers)):
+        _copy_attention(old_sub.attention, new_sub.attention, kept[block // k])
+    return _rebuild(model, encoder, new_encoder)
+
+
+def _rebuild(model, encoder, new_encoder):
+    """`model` (an encoder, or a task model around `encoder`) around `new_encoder`."""
     if model is encoder:
         return new_encoder
     model_config = model.get_config()
@@ -332,16 +619,20 @@ def _copy_weights(old_encoder, new_encoder, kept):
         if tuple(old.shape) == tuple(new.shape):
             new.assign(old)
     for layer, heads in enumerate(kept):
-        old_att, new_att = _attention(old_encoder, layer), _attention(new_encoder, layer)
-        size = old_att.head_size
-        columns = np.asarray([h * size + i for h in heads for i in range(size)], np.int64)
-        for name in ("query", "key", "value"):
-            old_dense, new_dense = getattr(old_att, name), getattr(new_att, name)
-            new_dense.kernel.assign(tf.gather(old_dense.kernel, columns, axis=1))
-            new_dense.bias.assign(tf.gather(old_dense.bias, columns, axis=0))
-        new_att.output_dense.kernel.assign(tf.gather(old_att.output_dense.kernel, columns,
-                                                     axis=0))
-        new_att.output_dense.bias.assign(old_att.output_dense.bias)
+        _copy_attention(_attention(old_encoder, layer), _attention(new_encoder, layer), heads)
+
+
+def _copy_attention(old_att, new_att, heads):
+    """The kept `heads`' query/key/value columns and output rows, old -> new attention."""
+    size = old_att.head_size
+    columns = np.asarray([h * size + i for h in heads for i in range(size)], np.int64)
+    for name in ("query", "key", "value"):
+        old_dense, new_dense = getattr(old_att, name), getattr(new_att, name)
+        new_dense.kernel.assign(tf.gather(old_dense.kernel, columns, axis=1))
+        new_dense.bias.assign(tf.gather(old_dense.bias, columns, axis=0))
+    new_att.output_dense.kernel.assign(tf.gather(old_att.output_dense.kernel, columns,
+                                                 axis=0))
+    new_att.output_dense.bias.assign(old_att.output_dense.bias)
 
 
 # -------------------------------------------------------------------- files
@@ -400,6 +691,11 @@ def save_pruned(model, output_dir, base_config):
     checkpoints). Both load with `--bert_config_file=DIR/bert_config.json
     --init_checkpoint=DIR` in every script. Returns (checkpoint prefix,
     config path).
+
+    An ALBERT is written as `model.ckpt` (google-research/albert's names)
+    and `albert_config.json` with `num_attention_heads_per_group`; it loads
+    with `--model_family=albert --bert_config_file=DIR/albert_config.json
+    --init_checkpoint=DIR`.
     """
     from modeling.checkpoints import google_tf1  # pylint: disable=g-import-not-at-top
     from modeling.checkpoints import name_tables  # pylint: disable=g-import-not-at-top
@@ -414,10 +710,15 @@ def save_pruned(model, output_dir, base_config):
     for name in ("output_weights", "output_bias"):
         if model is not encoder and hasattr(model, name):
             arrays[name] = np.asarray(getattr(model, name).numpy(), np.float32)
-    prefix = google_tf1.write_tf1_checkpoint(os.path.join(output_dir, "bert_model.ckpt"),
-                                             arrays)
-    config = base_config.replace(**{HEADS_PER_LAYER_KEY: head_counts(model)})
-    config_path = os.path.join(output_dir, "bert_config.json")
+    units = head_units(model)
+    if units.shared:  # ALBERT: google-research/albert's names and file names
+        from modeling.albert.config import HEADS_PER_GROUP_KEY  # pylint: disable=g-import-not-at-top
+        checkpoint_name, changes = "model.ckpt", {HEADS_PER_GROUP_KEY: units.counts}
+    else:
+        checkpoint_name, changes = "bert_model.ckpt", {HEADS_PER_LAYER_KEY: units.counts}
+    prefix = google_tf1.write_tf1_checkpoint(os.path.join(output_dir, checkpoint_name), arrays)
+    config = base_config.replace(**changes)
+    config_path = os.path.join(output_dir, target.family.config_file_name)
     config.to_json_file(config_path)
     return prefix, config_path
 
@@ -491,11 +792,14 @@ def run(job, heads_to_prune=None, prune_fraction=None, prune_step_fraction=0.1,
 
     Args:
         job: a `modeling.tasks.classifier_job.ClassifierJob` with the model
-            (`bert_config_file`, `init_checkpoint`, `vocab_file`,
+            (`model_family`: "bert" or "albert", `bert_config_file`, `init_checkpoint`, `vocab_file`,
             `do_lower_case`, `max_seq_length`), `output_dir`, and optionally
             the labelled data (`task_name`/`processor`, `data_dir`, the
             generic-format fields) of `run_classifier.py`.
-        heads_to_prune: "LAYER:HEAD,..." (0-based), or None.
+        heads_to_prune: "LAYER:HEAD,..." (0-based), or None. With
+            `job.model_family="albert"` the heads of the shared layer:
+            "HEAD" / "*:HEAD", or LAYER:HEAD listed for every layer
+            (`parse_shared_heads`).
         prune_fraction: with no explicit heads, the fraction of all heads to
             remove, chosen by iterative importance pruning on the data.
         prune_step_fraction: fraction of the heads masked per pruning step.
@@ -508,8 +812,7 @@ def run(job, heads_to_prune=None, prune_fraction=None, prune_step_fraction=0.1,
     from data import processors as processors_lib  # pylint: disable=g-import-not-at-top
     from data import tokenization  # pylint: disable=g-import-not-at-top
     from modeling import checkpoints  # pylint: disable=g-import-not-at-top
-    from modeling.bert import BertEncoder  # pylint: disable=g-import-not-at-top
-    from modeling.bert import load_bert_config  # pylint: disable=g-import-not-at-top
+    from modeling import registry  # pylint: disable=g-import-not-at-top
     from modeling.tasks import classifier_job  # pylint: disable=g-import-not-at-top
     from modeling.tasks.classification import BertClassifier  # pylint: disable=g-import-not-at-top
 
@@ -527,10 +830,16 @@ def run(job, heads_to_prune=None, prune_fraction=None, prune_step_fraction=0.1,
         raise ValueError(f"--curve_fraction={curve_fraction}: expected [--prune_fraction, 1)")
     if importance_split not in ("train", "dev"):
         raise ValueError(f"--importance_split={importance_split}: expected train or dev")
-    config = load_bert_config(job.bert_config_file)
+    model_family = getattr(job, "model_family", None) or "bert"
+    if model_family not in PRUNABLE_FAMILIES:
+        raise ValueError(f"--model_family={model_family}: head pruning supports "
+                         f"{' and '.join(PRUNABLE_FAMILIES)}")
+    for package in ("modeling.bert", "modeling.albert"):  # register the families
+        importlib.import_module(package)
+    family = registry.families.get(model_family)
+    config = family.load_config(job.bert_config_file)
     if heads_to_prune is not None:  # bad values fail before any model is built
-        parse_heads(heads_to_prune, config.extra.get(
-            HEADS_PER_LAYER_KEY, [config.num_attention_heads] * config.num_hidden_layers))
+        parse_heads_for(heads_to_prune, head_units_of_config(config, model_family))
     has_data = bool(job.data_dir and (job.task_name or job.processor))
     if prune_fraction is not None and not has_data:
         raise ValueError("--prune_fraction needs labelled data for the importance scores: "
@@ -559,9 +868,9 @@ def run(job, heads_to_prune=None, prune_fraction=None, prune_step_fraction=0.1,
                 examples, label_list, job.max_seq_length, tokenizer, task_type)
             batches[split] = _batches(features, batch_size)
         model = BertClassifier.from_config_object(config, num_labels=num_labels,
-                                                  task_type=task_type)
+                                                  task_type=task_type, family=family)
     else:
-        model = BertEncoder.from_config_object(config)
+        model = family.build_encoder(config)
     checkpoints.init_from_checkpoint(model, job.init_checkpoint)
     head_loaded = None
     if has_data:
@@ -571,14 +880,22 @@ def run(job, heads_to_prune=None, prune_fraction=None, prune_step_fraction=0.1,
                              "(output_weights): importance scores need a fine-tuned "
                              "classifier (run_classifier.py's output)")
 
-    counts = head_counts(model)
-    report = {"init_checkpoint": job.init_checkpoint, "heads_per_layer_before": counts,
-              "classifier_head_loaded": head_loaded}
+    units = head_units(model)
+    counts = units.layer_counts
+    report = {"init_checkpoint": job.init_checkpoint, "model_family": model_family,
+              "heads_per_layer_before": counts, "classifier_head_loaded": head_loaded}
+    if units.shared:
+        report["pruning_unit"] = ("a head of a group's shared attention: [GROUP, HEAD], "
+                                  "removed at every depth of the group")
+        report["shared_heads_before"] = units.counts
     if heads_to_prune is not None:
-        pruned = parse_heads(heads_to_prune, counts)
+        pruned = parse_heads_for(heads_to_prune, units)
         if has_data and head_loaded:
-            report["importance"] = _nested(head_importance(
-                model, batches["dev"], normalize_layers=normalize_layers))
+            if units.shared:
+                report["importance_per_layer"] = _nested(head_importance(
+                    model, batches["dev"]))
+            report["importance"] = _nested(shared_head_importance(
+                model, batches["dev"], normalize=normalize_layers))
     else:
         curve = iterative_pruning(
             model, batches[importance_split], batches["dev"], prune_step_fraction,
@@ -590,6 +907,8 @@ def run(job, heads_to_prune=None, prune_fraction=None, prune_step_fraction=0.1,
     smaller = prune_heads(model, pruned)
     report["heads_removed"] = [list(p) for p in pruned]
     report["heads_per_layer_after"] = head_counts(smaller)
+    if units.shared:
+        report["shared_heads_after"] = head_units(smaller).counts
     if has_data:
         report["accuracy_before"] = evaluate(model, batches["dev"]).get("accuracy")
         report["accuracy_after"] = evaluate(smaller, batches["dev"]).get("accuracy")
