@@ -590,3 +590,35 @@ def test_albert_run_with_prune_fraction(tmp_path):
                                          "and albert"):
         heads.run(ClassifierJob(model_family="gpt2", bert_config_file="x",
                                 init_checkpoint="x", output_dir="x"), heads_to_prune="1")
+
+
+def test_hf_safetensors_input_pruned_equals_masked(tmp_path, minilm_model_dir):
+    """The real all-MiniLM-L6-v2 (HF safetensors, config.json) as --init_checkpoint:
+    explicit heads removed; the written Google checkpoint + bert_config.json give the
+    encoder outputs of the HF weights with those heads masked."""
+    from modeling.tasks.classifier_job import ClassifierJob  # pylint: disable=g-import-not-at-top
+    config_file = os.path.join(minilm_model_dir, "config.json")
+    out = str(tmp_path / "pruned")
+    report = heads.run(ClassifierJob(bert_config_file=config_file,
+                                     init_checkpoint=minilm_model_dir,
+                                     vocab_file=os.path.join(minilm_model_dir, "vocab.txt"),
+                                     output_dir=out, max_seq_length=16),
+                       heads_to_prune="0:1,0:11,5:3", latency_repeats=1)
+    assert report["heads_per_layer_after"] == [10, 12, 12, 12, 12, 11]
+    config = load_bert_config(config_file)
+    rng = np.random.RandomState(0)
+    features = {"input_ids": tf.constant(rng.randint(1000, 5000, size=(2, 12)), tf.int32),
+                "input_mask": tf.constant([[1] * 12, [1] * 9 + [0] * 3], tf.int32),
+                "segment_ids": tf.zeros([2, 12], tf.int32)}
+    full = BertEncoder.from_config_object(config)
+    checkpoints.init_from_checkpoint(full, minilm_model_dir)
+    mask = np.ones([6, 12], np.float32)
+    mask[0, 1] = mask[0, 11] = mask[5, 3] = 0.0
+    expected = full(dict(features, head_mask=tf.constant(mask)), training=False)
+    pruned = BertEncoder.from_config_object(load_bert_config(os.path.join(out, "bert_config.json")))
+    checkpoints.init_from_checkpoint(pruned, out)
+    got = pruned(features, training=False)
+    np.testing.assert_allclose(got["sequence_output"].numpy(),
+                               expected["sequence_output"].numpy(), atol=1e-4)
+    assert not np.allclose(full(features, training=False)["sequence_output"].numpy(),
+                           got["sequence_output"].numpy(), atol=1e-3)
