@@ -74,7 +74,7 @@ flags.DEFINE_list("label_list", None, "hans_evaluate: the classifier's labels in
                   "(default contradiction,entailment,neutral for 3 columns, "
                   "entailment,non-entailment for 2).")
 
-flags.DEFINE_bool("plot", True, "arct_cues: also write cues.png; hans_evaluate: hans.png.")
+flags.DEFINE_bool("plot", True, "arct_cues: also write cues.png; hans_evaluate: hans.png (each also a TensorBoard image in --output_dir/tensorboard).")
 flags.DEFINE_integer("plot_top", 10, "arct_cues: cues labelled in cues.png.", lower_bound=0)
 
 FLAGS = flags.FLAGS
@@ -110,6 +110,7 @@ def main(_):
         if FLAGS.plot:
             paths = tuple(paths) + (os.path.join(FLAGS.output_dir, "cues.png"),)
             plots.plot_cues(report, paths[-1], top=FLAGS.plot_top)
+            plots.png_to_tensorboard(paths[-1])
         print("%d data points (%s), chance %.3f; top cues (productivity, coverage):"
               % (report["n"], report["kind"], report["chance"] or 0.0))
         for row in report["cues"][:10]:
@@ -154,6 +155,7 @@ def main(_):
         out = hans.write_evaluation(result, os.path.join(FLAGS.output_dir, "hans_results.json"))
         if FLAGS.plot:
             plots.plot_hans(result, os.path.join(FLAGS.output_dir, "hans.png"))
+            plots.png_to_tensorboard(os.path.join(FLAGS.output_dir, "hans.png"))
             out += ", " + os.path.join(FLAGS.output_dir, "hans.png")
         print("overall accuracy %.4f (%d pairs)" % (result["overall"]["accuracy"],
                                                     result["overall"]["count"]))

@@ -42,7 +42,7 @@ flags.DEFINE_integer("repeats", 3, "Timed passes over the examples (median).", l
 flags.DEFINE_integer("max_examples", None, "Evaluate at most this many examples.")
 flags.DEFINE_string("output_file", None, "Write the JSON report here.")
 flags.DEFINE_string("tflite_dir", None, "Also write model_<variant>.tflite files here.")
-flags.DEFINE_bool("plot", True, "With --output_file, also write compression.png beside it.")
+flags.DEFINE_bool("plot", True, "With --output_file, also write compression.png beside it (and as a TensorBoard image in tensorboard/ there).")
 
 _HEAD_KEY = "model/output_weights/.ATTRIBUTES/VARIABLE_VALUE"
 
@@ -105,6 +105,7 @@ def main(_):
         atomic.write_text(FLAGS.output_file, json.dumps(report, indent=2) + "\n")
     if plot_file:
         plots.plot_compression(report, plot_file)
+        plots.png_to_tensorboard(plot_file)
         print("wrote %s" % plot_file)
 
 

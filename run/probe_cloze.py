@@ -38,7 +38,7 @@ flags.DEFINE_string("output_file", None, "Write the JSON report here.")
 flags.DEFINE_integer("max_seq_length", 128, "Word pieces per statement.", lower_bound=3)
 flags.DEFINE_integer("batch_size", 32, "Statements per forward pass.", lower_bound=1)
 flags.DEFINE_integer("top_k", 10, "Answers listed per fact (at least 10).", lower_bound=10)
-flags.DEFINE_bool("plot", True, "With --output_file, also write cloze.png beside it.")
+flags.DEFINE_bool("plot", True, "With --output_file, also write cloze.png beside it (and as a TensorBoard image in tensorboard/ there).")
 
 
 def main(_):
@@ -74,6 +74,7 @@ def main(_):
             "facts_file": FLAGS.facts_file, "init_checkpoint": FLAGS.init_checkpoint})
     if plot_file:
         plots.plot_cloze(report, plot_file)
+        plots.png_to_tensorboard(plot_file)
         print("wrote %s" % plot_file)
 
 

@@ -33,7 +33,7 @@ flags.DEFINE_string("output_dir", None, "Where <language>.txt and sampling.json 
 flags.DEFINE_integer("total_words", None, "Words in all (default: the input's own size).")
 flags.DEFINE_integer("seed", 12345, "Seed of the document order.")
 flags.DEFINE_bool("do_lower_case", True, "Lower-case when counting words (as the tokenizer will).")
-flags.DEFINE_bool("plot", True, "Also write sampling.png into --output_dir.")
+flags.DEFINE_bool("plot", True, "Also write sampling.png into --output_dir (and as a TensorBoard image in --output_dir/tensorboard).")
 
 
 def main(_):
@@ -48,6 +48,7 @@ def main(_):
     if FLAGS.plot:
         path = os.path.join(FLAGS.output_dir, "sampling.png")
         plots.plot_language_sampling(report, path)
+        plots.png_to_tensorboard(path)
         print("wrote %s" % path)
 
 

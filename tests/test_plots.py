@@ -14,6 +14,7 @@ import sys
 from matplotlib import image as mpimg
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from modeling.analysis import plots
 
@@ -172,7 +173,16 @@ def test_cue_script_writes_its_picture_by_default(tmp_path):
          "--output_dir=%s" % out], capture_output=True, text=True, cwd=ROOT, timeout=300,
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
     assert done.returncode == 0, done.stderr[-3000:]
-    assert sorted(os.listdir(out)) == ["cues.json", "cues.png", "cues.tsv"]
+    assert sorted(os.listdir(out)) == ["cues.json", "cues.png", "cues.tsv", "tensorboard"]
+    # The picture is also a TensorBoard image, pixel for pixel.
+    from tensorboard.backend.event_processing import event_accumulator  # pylint: disable=g-import-not-at-top
+    events = event_accumulator.EventAccumulator(str(out / "tensorboard"),
+                                                size_guidance={"images": 0, "tensors": 0})
+    events.Reload()
+    tensor = events.Tensors("cues")[0].tensor_proto
+    stored = tf.io.decode_png(tensor.string_val[2], channels=4).numpy()
+    drawn = tf.io.decode_png((out / "cues.png").read_bytes(), channels=4).numpy()
+    np.testing.assert_array_equal(stored, drawn)
     report = json.loads((out / "cues.json").read_text())
     assert report["cues"][0] == dict(report["cues"][0], cue="not", productivity=1.0,
                                      coverage=0.5, label="neg")

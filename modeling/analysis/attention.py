@@ -59,6 +59,7 @@ import numpy as np
 from data import atomic
 from data import packing
 from data import tokenization
+from modeling.analysis.plots import write_tensorboard_images  # pylint: disable=unused-import
 
 __all__ = ["STATISTICS", "THRESHOLDS", "PATTERNS", "HeadStatistics", "attention_probabilities",
            "token_kinds", "sentence_statistics", "classify_heads", "attention_grid_figure",
@@ -359,18 +360,6 @@ def heatmap_figure(values, title, fmt="%.2f", labels=None):
     axes.set_yticks(range(rows))
     axes.set_title(title, fontsize=9)
     return figure
-
-
-def write_tensorboard_images(images, log_dir, step=0):
-    """Writes PNG bytes ``{tag: png}`` as TensorBoard images into `log_dir`."""
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    writer = tf.summary.create_file_writer(log_dir)
-    with writer.as_default():
-        for tag, data in images.items():
-            image = tf.image.decode_png(data, channels=4)[tf.newaxis]
-            tf.summary.image(tag, image, step=step)
-    writer.flush()
-    writer.close()
 
 
 def write_statistics(stats, output_dir, thresholds=None):

@@ -49,6 +49,7 @@ import numpy as np
 import tensorflow as tf
 
 from data import atomic
+from modeling.analysis import plots
 from modeling.bert.config import HEADS_PER_LAYER_KEY
 
 # The families whose heads can be removed (`run/prune_heads.py --model_family`).
@@ -926,5 +927,6 @@ def run(job, heads_to_prune=None, prune_fraction=None, prune_step_fraction=0.1,
     if "curve" in report:
         report["curve_png"] = plot_pruning_curve(
             report["curve"], os.path.join(job.output_dir, "pruning_curve.png"))
+        plots.png_to_tensorboard(report["curve_png"])
     write_json(os.path.join(job.output_dir, "pruning.json"), report)
     return report

@@ -74,6 +74,28 @@ def save_figure(figure, path, colors=256):
     return path
 
 
+def write_tensorboard_images(images, log_dir, step=0):
+    """Writes PNG bytes ``{tag: png}`` as TensorBoard images into `log_dir`."""
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    writer = tf.summary.create_file_writer(log_dir)
+    with writer.as_default():
+        for tag, data in images.items():
+            image = tf.image.decode_png(data, channels=4)[tf.newaxis]
+            tf.summary.image(tag, image, step=step)
+    writer.flush()
+    writer.close()
+
+
+def png_to_tensorboard(path, log_dir=None):
+    """The picture at `path` also as a TensorBoard image (tag: its file name without
+    ``.png``) in `log_dir` (default: ``tensorboard/`` beside it); returns `log_dir`."""
+    log_dir = log_dir or os.path.join(os.path.dirname(os.fspath(path)), "tensorboard")
+    with open(path, "rb") as f:
+        data = f.read()
+    write_tensorboard_images({os.path.splitext(os.path.basename(path))[0]: data}, log_dir)
+    return log_dir
+
+
 def _heights(container):
     return [float(patch.get_height()) for patch in container.patches]
 
