@@ -128,6 +128,12 @@ def test_resume_after_interruption_is_exact(tmp_path, synthetic_file):
     for a, b in zip(resumed.pruner.masks, interrupted.pruner.masks):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
     assert min(float(np.min(m.numpy())) for m in resumed.pruner.masks) == 0.0
+    # Pruning flags on a run whose checkpoints have no masks: one clear line.
+    plain = _make_trainer(tmp_path / "plain", steps=1)
+    plain.train(_input_fn(synthetic_file, 8))
+    with pytest.raises(ValueError, match="holds no pruning masks: it was written without "
+                                         "--target_sparsity"):
+        _make_trainer(tmp_path / "plain", steps=2, weight_pruning=schedule).restore_or_initialize()
     resumed.train(_input_fn(synthetic_file, 8))
     assert resumed.current_step() == 6
     # ... and it ends where the uninterrupted run ended: same data, same updates.

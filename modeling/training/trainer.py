@@ -341,6 +341,12 @@ class Trainer(object):
         checkpoint, _ = self._make_manager()
         latest = tf.train.latest_checkpoint(self.model_dir)
         if latest:
+            if self.pruner is not None and not any(
+                    name.startswith("pruning_masks/") for name, _ in tf.train.list_variables(latest)):
+                raise ValueError(
+                    "%s holds no pruning masks: it was written without --target_sparsity. "
+                    "Start pruning in a new --output_dir with --init_checkpoint=%s, or resume "
+                    "without the pruning flags" % (latest, latest))
             status = checkpoint.restore(latest)
             status.assert_existing_objects_matched()
             logging.info("Resumed from %s at step %d", latest, _as_int(self.global_step))
