@@ -86,11 +86,21 @@ def check_tags(sentences, scheme):
             _check_tag(tag, scheme, where)
 
 
-def read_conll(path, scheme="bio", set_type=None):
-    """The sentences of a CoNLL file, tags checked against `scheme`."""
+def read_conll(path, scheme="bio", set_type=None, tag_column=-1):
+    """The sentences of a CoNLL file, tags checked against `scheme`.
+
+    The token is the first column and the tag column `tag_column` (default
+    the last; CoNLL-2003's part-of-speech tags are column 1); a blank line
+    ends a sentence, ``-DOCSTART-`` lines are skipped. ``scheme=None``
+    accepts any tag (part-of-speech and other probing tags).
+    """
+    if tag_column == 0:
+        raise ValueError("tag column 0 is the token; expected the tag's column (default -1, "
+                         "the last)")
     if not tf.io.gfile.exists(path):
         raise DataError("%s: no such file" % path)
     set_type = set_type or os.path.splitext(os.path.basename(path))[0]
+    needed = tag_column + 1 if tag_column > 0 else max(2, -tag_column + 1)
     sentences, words, tags, sources = [], [], [], []
 
     def flush():
@@ -115,12 +125,14 @@ def read_conll(path, scheme="bio", set_type=None):
             flush()
             continue
         where = "%s:%d" % (path, line_number)
-        if len(fields) < 2:
-            raise DataError("%s: expected a token and its tag (whitespace-separated, tag "
-                            "last), got %r" % (where, line.strip()))
-        _check_tag(fields[-1], scheme, where)
+        if len(fields) < needed:
+            column = "the last column" if tag_column == -1 else "column %d" % tag_column
+            raise DataError("%s: expected a token and its tag in %s (whitespace-separated), "
+                            "got %r" % (where, column, line.strip()))
+        if scheme is not None:
+            _check_tag(fields[tag_column], scheme, where)
         words.append(fields[0])
-        tags.append(fields[-1])
+        tags.append(fields[tag_column])
         sources.append(where)
     flush()
     return sentences

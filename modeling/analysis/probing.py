@@ -35,66 +35,22 @@ TAG_SCHEMES = ("any",) + tuple(conll.SCHEMES)
 
 
 def read_tagged_file(path, tag_scheme="any", tag_column=-1):
-    """The `conll.TaggedSentence`s of a CoNLL-style file.
+    """The `conll.TaggedSentence`s of a CoNLL-style file (`conll.read_conll`).
 
     The token is the first column, the tag column `tag_column` (default the
     last; CoNLL-2003's part-of-speech tags are column 1, counting from 0), a
-    blank line ends a sentence, ``-DOCSTART-`` lines are skipped. With
-    ``"bio"``/``"bioes"`` and the last column this is `conll.read_conll`;
-    otherwise the same format read here, any tag accepted for ``"any"`` and
-    the tags checked by `conll.check_tags` for the others. A line without the
-    tag column, or a file without sentences, is a `DataError` naming
-    ``file:line``.
+    blank line ends a sentence, ``-DOCSTART-`` lines are skipped; any tag is
+    accepted for ``"any"``, the others check the tags against their scheme.
+    A line without the tag column, or a file without sentences, is a
+    `DataError` naming ``file:line``.
     """
     if tag_scheme not in TAG_SCHEMES:
         raise ValueError("tag scheme %r: expected one of %s" % (tag_scheme, ", ".join(TAG_SCHEMES)))
-    if tag_column == 0:
-        raise ValueError("tag column 0 is the token; expected the tag's column (default -1, "
-                         "the last)")
-    if tag_scheme != "any" and tag_column == -1:
-        sentences = conll.read_conll(path, tag_scheme)
-    else:
-        sentences = _read_columns(path, tag_column)
-        if tag_scheme != "any":
-            conll.check_tags(sentences, tag_scheme)
+    sentences = conll.read_conll(path, None if tag_scheme == "any" else tag_scheme,
+                                 set_type="probe", tag_column=tag_column)
     if not sentences:
         raise DataError("%s: no tagged sentence; expected CoNLL lines 'token ... tag' with a "
                         "blank line between sentences" % path)
-    return sentences
-
-
-def _read_columns(path, tag_column):
-    from data import corpus  # pylint: disable=g-import-not-at-top
-    if not atomic.is_remote(path) and not os.path.exists(path):
-        raise DataError("%s: no such file" % path)
-    needed = tag_column + 1 if tag_column > 0 else max(2, -tag_column + 1)
-    sentences, words, tags, sources = [], [], [], []
-
-    def flush():
-        if words:
-            sentences.append(conll.TaggedSentence("probe-%d" % len(sentences), list(words),
-                                                  list(tags), list(sources)))
-            del words[:], tags[:], sources[:]
-
-    with corpus.open_file(path, "rb") as f:
-        for line_number, raw in enumerate(f, 1):
-            where = "%s:%d" % (path, line_number)
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise DataError("%s: not valid UTF-8" % where) from None
-            fields = line.split()
-            if not fields or fields[0] == conll.DOCSTART:
-                flush()
-                continue
-            if len(fields) < needed:
-                column = "the last column" if tag_column == -1 else "column %d" % tag_column
-                raise DataError("%s: expected a token and its tag in %s (whitespace-"
-                                "separated), got %r" % (where, column, line.strip()))
-            words.append(fields[0])
-            tags.append(fields[tag_column])
-            sources.append(where)
-    flush()
     return sentences
 
 
