@@ -217,24 +217,29 @@ def _env():
     return dict(os.environ, CUDA_VISIBLE_DEVICES="")
 
 
+def _script_flags(tmp_path, model_dir, config_name, files):
+    """run/prune_heads.py's model and data flags: a toy two-label task in `files`."""
+    data = tmp_path / "data"
+    data.mkdir()
+    rows = ["text\tlabel"] + ["%s %s %s\t%s" % (WORDS[i % 10], WORDS[(3 * i) % 10],
+                                                 WORDS[(7 * i) % 10], "ab"[i % 2])
+                              for i in range(12)]
+    for name in files:
+        (data / name).write_text("\n".join(rows) + "\n")
+    return ["--init_checkpoint=%s" % model_dir,
+            "--bert_config_file=%s" % (model_dir / config_name),
+            "--vocab_file=%s" % (model_dir / "vocab.txt"), "--max_seq_length=8",
+            "--task_name=generic", "--data_dir=%s" % data, "--labels=a,b",
+            "--latency_repeats=2"]
+
+
 def test_script_end_to_end_and_bad_values(tmp_path):
     model = _classifier()
     model_dir = tmp_path / "model"
     heads.save_pruned(model, str(model_dir), _config())
     _config().to_json_file(str(model_dir / "bert_config.json"))  # an unpruned release
     (model_dir / "vocab.txt").write_text("".join(w + "\n" for w in VOCAB))
-    data = tmp_path / "data"
-    data.mkdir()
-    rows = ["text\tlabel"] + ["%s %s %s\t%s" % (WORDS[i % 10], WORDS[(3 * i) % 10],
-                                                 WORDS[(7 * i) % 10], "ab"[i % 2])
-                              for i in range(12)]
-    for name in ("train.tsv", "dev.tsv"):
-        (data / name).write_text("\n".join(rows) + "\n")
-    common = ["--init_checkpoint=%s" % model_dir,
-              "--bert_config_file=%s" % (model_dir / "bert_config.json"),
-              "--vocab_file=%s" % (model_dir / "vocab.txt"), "--max_seq_length=8",
-              "--task_name=generic", "--data_dir=%s" % data, "--labels=a,b",
-              "--latency_repeats=2"]
+    common = _script_flags(tmp_path, model_dir, "bert_config.json", ("train.tsv", "dev.tsv"))
     out = tmp_path / "pruned"
     result = subprocess.run([sys.executable, SCRIPT] + common + [
         "--heads_to_prune=0:1,1:0,1:3", "--output_dir=%s" % out],
@@ -507,17 +512,8 @@ def test_albert_script_end_to_end_and_partial_entry(tmp_path):
     heads.save_pruned(model, str(model_dir), _albert_config())  # unpruned: 4 heads
     _albert_config().to_json_file(str(model_dir / "albert_config.json"))
     (model_dir / "vocab.txt").write_text("".join(w + "\n" for w in VOCAB))
-    data = tmp_path / "data"
-    data.mkdir()
-    rows = ["text\tlabel"] + ["%s %s %s\t%s" % (WORDS[i % 10], WORDS[(3 * i) % 10],
-                                                 WORDS[(7 * i) % 10], "ab"[i % 2])
-                              for i in range(12)]
-    (data / "dev.tsv").write_text("\n".join(rows) + "\n")
-    common = ["--model_family=albert", "--init_checkpoint=%s" % model_dir,
-              "--bert_config_file=%s" % (model_dir / "albert_config.json"),
-              "--vocab_file=%s" % (model_dir / "vocab.txt"), "--max_seq_length=8",
-              "--task_name=generic", "--data_dir=%s" % data, "--labels=a,b",
-              "--latency_repeats=2"]
+    common = ["--model_family=albert"] + _script_flags(tmp_path, model_dir, "albert_config.json",
+                                                        ("dev.tsv",))
     out = tmp_path / "pruned"
     result = subprocess.run([sys.executable, SCRIPT] + common + [
         "--heads_to_prune=*:3,1", "--output_dir=%s" % out],
