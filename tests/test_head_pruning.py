@@ -217,6 +217,18 @@ def _env():
     return dict(os.environ, CUDA_VISIBLE_DEVICES="")
 
 
+def _two_word_task(tmp_path):
+    """A toy two-label task of two-word texts: train.tsv and dev.tsv (other words) in tmp_path/data."""
+    data = tmp_path / "data"
+    data.mkdir()
+    for name, offset in (("train.tsv", 0), ("dev.tsv", 5)):
+        rows = ["text\tlabel"] + ["%s %s\t%s" % (WORDS[(i + offset) % 10],
+                                                  WORDS[(3 * i + offset) % 10], "ab"[i % 2])
+                                  for i in range(16)]
+        (data / name).write_text("\n".join(rows) + "\n")
+    return data
+
+
 def _script_flags(tmp_path, model_dir, config_name, files):
     """run/prune_heads.py's model and data flags: a toy two-label task in `files`."""
     data = tmp_path / "data"
@@ -298,13 +310,7 @@ def test_run_with_prune_fraction(tmp_path):
     heads.save_pruned(model, str(model_dir), _config())
     _config().to_json_file(str(model_dir / "bert_config.json"))
     (model_dir / "vocab.txt").write_text("".join(w + "\n" for w in VOCAB))
-    data = tmp_path / "data"
-    data.mkdir()
-    for name, offset in (("train.tsv", 0), ("dev.tsv", 5)):
-        rows = ["text\tlabel"] + ["%s %s\t%s" % (WORDS[(i + offset) % 10],
-                                                  WORDS[(3 * i + offset) % 10], "ab"[i % 2])
-                                  for i in range(16)]
-        (data / name).write_text("\n".join(rows) + "\n")
+    data = _two_word_task(tmp_path)
     job = ClassifierJob(bert_config_file=str(model_dir / "bert_config.json"),
                         init_checkpoint=str(model_dir), vocab_file=str(model_dir / "vocab.txt"),
                         output_dir=str(tmp_path / "out"), task_name="generic",
@@ -562,13 +568,7 @@ def test_albert_run_with_prune_fraction(tmp_path):
     model_dir = tmp_path / "model"
     heads.save_pruned(model, str(model_dir), _albert_config())
     (model_dir / "vocab.txt").write_text("".join(w + "\n" for w in VOCAB))
-    data = tmp_path / "data"
-    data.mkdir()
-    for name, offset in (("train.tsv", 0), ("dev.tsv", 5)):
-        rows = ["text\tlabel"] + ["%s %s\t%s" % (WORDS[(i + offset) % 10],
-                                                  WORDS[(3 * i + offset) % 10], "ab"[i % 2])
-                                  for i in range(16)]
-        (data / name).write_text("\n".join(rows) + "\n")
+    data = _two_word_task(tmp_path)
     job = ClassifierJob(model_family="albert",
                         bert_config_file=str(model_dir / "albert_config.json"),
                         init_checkpoint=str(model_dir), vocab_file=str(model_dir / "vocab.txt"),
