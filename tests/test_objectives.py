@@ -273,3 +273,52 @@ def test_head_weights_reachable_at_documented_paths(pretrainer):
     # Google's cls/seq_relationship/output_weights is [2, hidden]: transpose.
     assert tuple(nsp.dense.kernel.shape) == (HIDDEN, 2)
     assert tuple(nsp.dense.bias.shape) == (2,)
+
+
+def test_sparse_cross_entropy_equals_the_fused_kernel_in_value_and_gradient():
+    """One softmax instead of TensorFlow's fused kernel: same losses, same gradients.
+
+    float64 references; rows whose label is very unlikely (loss > 69) take
+    the exact log-sum-exp branch; shapes [batch, P, vocab] and bf16 logits.
+    """
+    from modeling.objectives import sparse_cross_entropy
+    rng = np.random.RandomState(7)
+    logits = rng.randn(3, 5, 50).astype("float32") * 4
+    labels = rng.randint(0, 50, size=(3, 5)).astype("int32")
+    logits[0, 0, labels[0, 0]] = -200.0  # p(label) ~ e^-200: the exact branch
+    logits[1, 2, :] = 0.0                # uniform row
+    logits[2, 4, labels[2, 4]] = 60.0    # p(label) ~ 1
+    weights = rng.rand(3, 5).astype("float32")
+
+    def reference(x):
+        x = x.astype("float64")
+        lse = np.log(np.exp(x - x.max(-1, keepdims=True)).sum(-1)) + x.max(-1)
+        loss = lse - np.take_along_axis(x, labels[..., None], -1)[..., 0]
+        probs = np.exp(x - lse[..., None])
+        onehot = np.eye(50)[labels]
+        return loss, weights[..., None] * (probs - onehot)
+
+    want_loss, want_grad = reference(logits)
+    for compile_mode in (False, True):
+        @tf.function(jit_compile=compile_mode)
+        def run(x):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                loss = sparse_cross_entropy(x, labels)
+                total = tf.reduce_sum(weights * loss)
+            return loss, tape.gradient(total, x)
+        loss, grad = run(tf.constant(logits))
+        assert loss.dtype == tf.float32 and loss.shape == (3, 5)
+        np.testing.assert_allclose(loss.numpy(), want_loss, rtol=1e-6, atol=2e-6)
+        assert loss.numpy()[0, 0] > 190  # not clipped at -log(1e-30)
+        np.testing.assert_allclose(grad.numpy(), want_grad, atol=1e-6)
+        fused = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+        np.testing.assert_allclose(loss.numpy(), fused.numpy(), rtol=1e-6, atol=2e-6)
+    # bf16 logits are scored in float32.
+    bf16 = tf.cast(tf.constant(logits), tf.bfloat16)
+    loss = sparse_cross_entropy(bf16, labels)
+    assert loss.dtype == tf.float32
+    np.testing.assert_allclose(
+        loss.numpy(), reference(tf.cast(bf16, tf.float32).numpy())[0], rtol=1e-5, atol=1e-5)
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        sparse_cross_entropy(tf.constant(logits), np.full((3, 5), 50, "int32"))

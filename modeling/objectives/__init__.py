@@ -16,6 +16,7 @@ from modeling.objectives.base import BertPretrainer
 from modeling.objectives.base import Objective
 from modeling.objectives.base import Pretrainer
 from modeling.objectives.base import head_kwargs
+from modeling.objectives.base import sparse_cross_entropy
 from modeling.objectives.masked_lm import MaskedLMHead
 from modeling.objectives.masked_lm import MaskedLMObjective
 from modeling.objectives.masked_lm import masked_lm_loss
@@ -29,4 +30,5 @@ __all__ = [
     "BertPretrainer", "MaskedLMHead", "MaskedLMObjective", "NextSentenceHead",
     "NextSentenceObjective", "Objective", "Pretrainer", "SpanBoundaryHead",
     "SpanBoundaryObjective", "head_kwargs", "masked_lm_loss", "next_sentence_loss",
+    "sparse_cross_entropy",
 ]
