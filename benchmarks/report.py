@@ -51,8 +51,20 @@ def _machine_line(record):
         versions, record.get("timestamp", "")[:10])
 
 
+def _latest_run_per_size(records):
+    """Each model size's records from the latest run that measured it.
+
+    A run may measure some sizes only (`bench_training.py --only=bert_tiny`);
+    the rows of one size, and so every ratio, always come from one run.
+    """
+    latest = collections.OrderedDict()
+    for record in records:
+        latest[record["config"]["size"]] = record.get("run_id")
+    return [r for r in records if latest[r["config"]["size"]] == r.get("run_id")]
+
+
 def training_table():
-    runs = _latest_run(_records("bench_training"))
+    runs = _latest_run_per_size(_records("bench_training"))
     if not runs:
         return None
     groups = collections.OrderedDict()
@@ -103,8 +115,15 @@ def training_table():
             size.replace("bert_", "BERT-"), batch, precision_text, names[impl], xla_text,
             loop_text, "%.1f" % seq if seq >= 10 else "%.2f" % seq, ratio, peak, training))
     rounds = max(r[-1] for r in rows)
+    dates = collections.OrderedDict()
+    for record in runs:
+        size = record["config"]["size"].replace("bert_", "BERT-")
+        dates.setdefault(record.get("timestamp", "")[:10], []).append(size)
+    when = "; ".join("%s measured %s" % ("/".join(dict.fromkeys(sizes)), date)
+                     for date, sizes in dates.items())
     return "\n".join(lines) + "\n\n%d rounds; seq/s is the median over rounds of each " \
-        "round's median step. " % rounds + _machine_line(runs[-1])
+        "round's median step; each model's rows come from one run (%s). " % (rounds, when) \
+        + _machine_line(runs[-1])
 
 
 def inference_table():

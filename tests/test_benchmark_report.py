@@ -12,10 +12,11 @@ sys.path.insert(0, REPO_ROOT)
 from benchmarks import report  # noqa: E402  pylint: disable=wrong-import-position
 
 
-def _training_record(impl, xla, seq_per_sec, run_id="r2", round_index=0):
+def _training_record(impl, xla, seq_per_sec, run_id="r2", round_index=0, size="bert_base",
+                     date="2026-11-30"):
     return {"benchmark": "bench_training", "run_id": run_id, "round": round_index,
-            "timestamp": "2026-11-30T00:00:00+00:00",
-            "config": {"impl": impl, "size": "bert_base", "batch_size": 8,
+            "timestamp": date + "T00:00:00+00:00",
+            "config": {"impl": impl, "size": size, "batch_size": 8,
                        "precision": "fp32", "xla": xla, "steps_per_loop": 1},
             "resolved": {"xla": "off", "steps_per_loop": 100} if xla == "default" else None,
             "seq_per_sec": seq_per_sec, "peak_mb": 4000.0, "training_mb": 1500.0,
@@ -42,6 +43,23 @@ def test_training_table_uses_the_latest_run_and_ratios_to_the_best_peer(tmp_path
     assert "| 3.60 | 1.20x |" in ours and "default (off)" in ours and "default (100)" in ours
     assert "Test CPU, 2 cores, CPU flags avx512_bf16;" in table
     assert report.inference_table() is None  # no results: no table
+
+    # A later run of one size only (--only=bert_tiny): that size's rows come
+    # from it, the other size's from the run before; never a mix in one size.
+    records = [_training_record("ours", "off", 50.0, run_id="r1", size="bert_tiny")] + records
+    records += [_training_record("ours", "default", 12.0, run_id="r3", size="bert_tiny",
+                                 date="2026-12-01"),
+                _training_record("keras_hub", "on", 10.0, run_id="r3", size="bert_tiny",
+                                 date="2026-12-01")]
+    (tmp_path / "bench_training.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in records))
+    table = report.training_table()
+    tiny = [line for line in table.splitlines() if line.startswith("| BERT-tiny")]
+    base = [line for line in table.splitlines() if line.startswith("| BERT-base")]
+    assert len(tiny) == 2 and len(base) == 3
+    assert "| 12.0 | 1.20x |" in [r for r in tiny if "this project" in r][0]
+    assert "| 3.60 | 1.20x |" in [r for r in base if "this project" in r][0]
+    assert "BERT-base measured 2026-11-30; BERT-tiny measured 2026-12-01" in table
 
 
 def test_readme_has_every_table_marker_and_replacement_keeps_the_rest():
