@@ -67,6 +67,9 @@ def training_table():
     runs = _latest_run_per_size(_records("bench_training"))
     if not runs:
         return None
+    order = ["bert_tiny", "bert_mini", "bert_small", "bert_base"]
+    runs.sort(key=lambda r: order.index(r["config"]["size"])
+              if r["config"]["size"] in order else len(order))  # stable: run order kept
     groups = collections.OrderedDict()
     for record in runs:
         c = record["config"]
@@ -114,15 +117,14 @@ def training_table():
         lines.append("| %s, %d | %s | %s | %s | %s | %s | %s | %.0f | %.0f |" % (
             size.replace("bert_", "BERT-"), batch, precision_text, names[impl], xla_text,
             loop_text, "%.1f" % seq if seq >= 10 else "%.2f" % seq, ratio, peak, training))
-    rounds = max(r[-1] for r in rows)
-    dates = collections.OrderedDict()
-    for record in runs:
-        size = record["config"]["size"].replace("bert_", "BERT-")
-        dates.setdefault(record.get("timestamp", "")[:10], []).append(size)
-    when = "; ".join("%s measured %s" % ("/".join(dict.fromkeys(sizes)), date)
-                     for date, sizes in dates.items())
-    return "\n".join(lines) + "\n\n%d rounds; seq/s is the median over rounds of each " \
-        "round's median step; each model's rows come from one run (%s). " % (rounds, when) \
+    rounds = collections.OrderedDict()
+    for key, _, _, _, _, _, count in rows:
+        rounds[key[0]] = max(rounds.get(key[0], 0), count)
+    dates = {r["config"]["size"]: r.get("timestamp", "")[:10] for r in runs}
+    when = "; ".join("%s: %d rounds, %s" % (size.replace("bert_", "BERT-"), n, dates[size])
+                     for size, n in rounds.items())
+    return "\n".join(lines) + "\n\nseq/s is the median over rounds of each round's median " \
+        "step; each model's rows come from one run (%s). " % when \
         + _machine_line(runs[-1])
 
 

@@ -59,7 +59,8 @@ def test_training_table_uses_the_latest_run_and_ratios_to_the_best_peer(tmp_path
     assert len(tiny) == 2 and len(base) == 3
     assert "| 12.0 | 1.20x |" in [r for r in tiny if "this project" in r][0]
     assert "| 3.60 | 1.20x |" in [r for r in base if "this project" in r][0]
-    assert "BERT-base measured 2026-11-30; BERT-tiny measured 2026-12-01" in table
+    assert "(BERT-tiny: 1 rounds, 2026-12-01; BERT-base: 3 rounds, 2026-11-30)" in table
+    assert table.index("| BERT-tiny") < table.index("| BERT-base")
 
 
 def test_readme_has_every_table_marker_and_replacement_keeps_the_rest():
