@@ -25,10 +25,15 @@ and Spark take their own options the same way:
 
 import os
 
-import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-order
+# Google's defaults need no TensorFlow here (compiled instances, ASCII lines
+# tokenized in Rust, records framed in Python): it is imported, quietly, only
+# if something needs it (a large non-ASCII corpus, remote files, Beam).
+IMPORT_TENSORFLOW_LAZILY = True
 
-from absl import flags
-from absl import logging
+import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-order,wrong-import-position
+
+from absl import flags  # pylint: disable=wrong-import-position
+from absl import logging  # pylint: disable=wrong-import-position
 
 from data import atomic
 from data import corpus

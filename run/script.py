@@ -32,6 +32,9 @@ Import this module FIRST (before anything that imports TensorFlow)::
 """
 
 import contextlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
 import os
 import re
 import sys
@@ -67,22 +70,24 @@ def _wants_verbose(argv, environ):
     return False
 
 
-def _quiet_tensorflow_start():
-    """Imports TensorFlow and finds its devices with the start-up notices filtered out."""
-    if _wants_verbose(sys.argv, os.environ):
+@contextlib.contextmanager
+def _start_notices_filtered():
+    """Holds standard error while TensorFlow loads; passes on what is not a start-up notice."""
+    if _wants_verbose(sys.argv, _USER_ENVIRON):
+        yield
         return
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "1"
     try:
         sys.stderr.flush()
         saved = os.dup(2)
     except (OSError, ValueError):
+        yield
         return
     capture = tempfile.TemporaryFile()
     try:
         os.dup2(capture.fileno(), 2)
         try:
-            import tensorflow as tf  # pylint: disable=g-import-not-at-top
-            tf.config.list_physical_devices()
+            yield
         finally:
             sys.stderr.flush()
             os.dup2(saved, 2)
@@ -95,6 +100,60 @@ def _quiet_tensorflow_start():
             if line.strip() and not _NOISE.search(line):
                 sys.stderr.write(line + "\n")
         sys.stderr.flush()
+
+
+def _quiet_tensorflow_start():
+    """Imports TensorFlow and finds its devices with the start-up notices filtered out."""
+    with _start_notices_filtered():
+        import tensorflow as tf  # pylint: disable=g-import-not-at-top
+        tf.config.list_physical_devices()
+
+
+class _QuietTensorFlowLoader(importlib.abc.Loader):
+    """TensorFlow's own loader, run with the start-up notices filtered out."""
+
+    def __init__(self, spec):
+        self._spec = spec
+
+    def create_module(self, spec):
+        return self._spec.loader.create_module(self._spec)
+
+    def exec_module(self, module):
+        module.__spec__ = self._spec
+        module.__loader__ = self._spec.loader
+        with _start_notices_filtered():
+            self._spec.loader.exec_module(module)
+            module.config.list_physical_devices()
+
+
+class _QuietTensorFlowFinder(importlib.abc.MetaPathFinder):
+    """Makes the first ``import tensorflow``, wherever it happens, a quiet one."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "tensorflow":
+            return None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return spec
+        quiet = importlib.util.spec_from_loader(name, _QuietTensorFlowLoader(spec),
+                                                origin=spec.origin, is_package=True)
+        quiet.submodule_search_locations = spec.submodule_search_locations
+        quiet.has_location = spec.has_location
+        quiet.cached = spec.cached
+        return quiet
+
+
+def _lazy_tensorflow_wanted():
+    """Whether the running script asked for TensorFlow only when something needs it.
+
+    A script that does not always need TensorFlow (a few seconds to import)
+    sets ``IMPORT_TENSORFLOW_LAZILY = True`` before ``import script``.
+    """
+    main = sys.modules.get("__main__")
+    return bool(getattr(main, "IMPORT_TENSORFLOW_LAZILY", False)) and \
+        "tensorflow" not in sys.modules
 
 
 def _pump(read_fd, write_fd, noise):
@@ -168,15 +227,24 @@ _USER_ENVIRON = dict(os.environ)
 from data import termination  # pylint: disable=g-import-not-at-top,wrong-import-position
 termination.install()
 
-_quiet_tensorflow_start()
+if _lazy_tensorflow_wanted():
+    sys.meta_path.insert(0, _QuietTensorFlowFinder())
+else:
+    _quiet_tensorflow_start()
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import app
 from absl import flags
 from absl import logging
-import tensorflow as tf
 
 from modeling import registry
+
+
+def _tensorflow_op_error():
+    """tf.errors.OpError when TensorFlow is loaded (else nothing can raise it)."""
+    tf = sys.modules.get("tensorflow")
+    errors = getattr(tf, "errors", None)
+    return getattr(errors, "OpError", None)
 
 
 def _first_line(text):
@@ -186,7 +254,8 @@ def _first_line(text):
 
 def one_line(error):
     """The message of `error` on one line, with the file name where there is one."""
-    if isinstance(error, tf.errors.OpError):
+    op_error = _tensorflow_op_error()
+    if op_error is not None and isinstance(error, op_error):
         message = _first_line(error.message)
         # Graph-node decorations add nothing for the user.
         message = re.sub(r"\s*\[\[\{\{node [^}]*\}\}\]\].*$", "", message)
@@ -207,8 +276,18 @@ def one_line(error):
 
 # What bad input or a bad environment raises; anything else is a bug and
 # keeps its traceback.
-USER_ERRORS = (ValueError, OSError, tf.errors.OpError, registry.RegistryError,
-               RecursionError, MemoryError)
+_BASE_USER_ERRORS = (ValueError, OSError, registry.RegistryError, RecursionError,
+                     MemoryError)
+
+
+def user_errors():
+    """The exception classes of bad input: `USER_ERRORS`, plus tf.errors.OpError once
+    TensorFlow is loaded."""
+    op_error = _tensorflow_op_error()
+    return _BASE_USER_ERRORS + ((op_error,) if op_error is not None else ())
+
+
+USER_ERRORS = user_errors()
 
 
 def _script_name():
@@ -228,7 +307,7 @@ def _wrap(main):
             sys.stdout.flush()
             print("%s: interrupted" % name, file=sys.stderr)
             sys.exit(130)
-        except USER_ERRORS as e:
+        except user_errors() as e:
             if logging.get_verbosity() >= logging.DEBUG:
                 raise
             sys.stdout.flush()

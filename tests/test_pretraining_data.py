@@ -17,6 +17,7 @@ from data import input_pipeline
 from data.pretraining import instances as pretraining_data
 from data.pretraining import writer as pretraining_writer
 from data import tf_example
+from data import tfrecord_writer
 from data import tokenization
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -515,17 +516,17 @@ def test_failing_second_output_leaves_no_temporary_of_the_first(tmp_path, sample
     second = os.path.join(str(tmp_path), "second.tfrecord")
     # The second output cannot be opened (e.g. a full disk or a read-only
     # mount), after the first one's temporary was created.
-    real_writer = tf.io.TFRecordWriter
+    real_writer = tfrecord_writer.TFRecordWriter
     opened = []
 
     def writer(path, *args, **kwargs):
         if opened:
-            raise tf.errors.PermissionDeniedError(None, None, "%s: read-only" % path)
+            raise PermissionError(13, "Permission denied", path)
         opened.append(path)
         return real_writer(path, *args, **kwargs)
 
-    monkeypatch.setattr(tf.io, "TFRecordWriter", writer)
-    with pytest.raises(tf.errors.PermissionDeniedError):
+    monkeypatch.setattr(tfrecord_writer, "TFRecordWriter", writer)
+    with pytest.raises(PermissionError):
         pretraining_writer.create_pretraining_data(
             [text], [first, second], _options(sample_vocab_file))
     assert len(opened) == 1 and ".tmp-" in opened[0]

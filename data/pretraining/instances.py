@@ -50,24 +50,40 @@ chunk; with thousands of documents per chunk this changes nothing that
 matters.
 
 Speed (`benchmarks/bench_data_prep.py` measures it against Google's script):
-a chunk's lines are tokenized together in the graph
-(`data.tokenizers.wordpiece.BulkTokenizer`, `FullTokenizer`'s tokens exactly);
-the per-instance shuffles make Python's exact draws with fewer calls
-(`data.pretraining.fast_random`); records are written as bytes directly,
-the bytes `tf.train.Example` serialisation gives
-(`data.pretraining.example_encoder`). The worker processes import
-TensorFlow (for the tokenizer), a few seconds at start-up. The writer is
+with Google's defaults (NSP pairs, per-WordPiece masking) a chunk takes the
+compiled path (`data.pretraining.compiled_nsp`): its lines become token ids
+in bulk (`data.tokenizers.ascii_wordpiece`: printable-ASCII lines in HF
+`tokenizers`, the others through `FullTokenizer` or, for many of them, the
+in-graph `BulkTokenizer`; `FullTokenizer`'s ids exactly), and the instances
+and their serialised records come from compiled code that makes Python's
+exact random draws, so the bytes are those of the Python path below. No
+TensorFlow is imported for it. Other recipes take the Python path: a chunk's
+lines are tokenized together in the graph
+(`data.tokenizers.wordpiece.BulkTokenizer`), the per-instance shuffles make
+Python's exact draws with fewer calls (`data.pretraining.fast_random`), and
+records are written as bytes directly, the bytes `tf.train.Example`
+serialisation gives (`data.pretraining.example_encoder`). The writer is
 `data/pretraining/writer.py`.
 """
 
 import collections
+import itertools
 import random
+import sys
+
+import numpy as np
 
 from data import corpus as corpus_lib
+from data.pretraining import compiled_nsp
 from data.pretraining import example_encoder
 from data.pretraining import fast_random
 from data.pretraining import masking
 from data import tokenization
+from data.tokenizers import ascii_wordpiece
+
+# Non-ASCII lines of a chunk from which on the in-graph tokenizer (TensorFlow,
+# a few seconds to import) tokenizes them instead of FullTokenizer line by line.
+BULK_TOKENIZATION_MIN_LINES = 20000
 
 # The feature names of Google's pre-training TFRecords.
 PRETRAINING_INT_FEATURES = ("input_ids", "input_mask", "segment_ids",
@@ -639,7 +655,9 @@ class ChunkProcessor(object):
     """Turns chunks of raw documents into serialised pre-training examples."""
 
     def __init__(self, options, tokenizer=None, keep_first_instances=0,
-                 bulk_tokenization=True):
+                 bulk_tokenization=True, compiled=True):
+        """`compiled=False` keeps Google's defaults on the Python path (the
+        reference the compiled one is tested against)."""
         options.validate()
         self.options = options
         # Whole chunks are tokenized in the graph (`BulkTokenizer`, the same
@@ -663,6 +681,10 @@ class ChunkProcessor(object):
         # jieba is loaded once per process (the processor is built once per worker).
         self.segmenter = (masking.ChineseWordSegmenter()
                           if options.chinese_word_segmentation else None)
+        # Google's defaults take the compiled path (decided on first use).
+        self._compiled = None if compiled else False
+        self._ascii = None
+        self._vocab_word_ids = None
 
     def tokenize_documents(self, documents, stats):
         """Tokenizes raw documents; drops empty lines and empty documents."""
@@ -691,36 +713,80 @@ class ChunkProcessor(object):
                         for document_texts in texts for text in document_texts]
             flat = iter(flat)
             tokenized = [[(next(flat), None) for _ in document_texts] for document_texts in texts]
-        all_documents = []
-        all_word_starts = [] if self.segmenter is not None else None
-        for document, document_tokens in zip(documents, tokenized):
-            sentences = []
-            sentence_starts = []
-            for (lineno, _), (tokens, starts) in zip(document.lines, document_tokens):
-                if tokens:
-                    sentences.append(tokens)
-                    sentence_starts.append(starts)
-                else:
-                    stats.add("lines without any token (only controls/whitespace)",
-                              "%s:%d" % (document.path, lineno))
-            if not sentences:
-                stats.add("documents without any token skipped",
-                          "%s:%d" % (document.path, document.lines[0][0]))
-                continue
-            if len(sentences) == 1:
-                # Still used: segment B then always comes from another document.
-                stats.add("one-sentence documents (only random-next pairs)",
-                          "%s:%d" % (document.path, document.lines[0][0]))
-            all_documents.append(sentences)
-            if all_word_starts is not None:
-                all_word_starts.append(sentence_starts)
-        return all_documents, all_word_starts
+        return _keep_documents_with_tokens(documents, tokenized, stats,
+                                           self.segmenter is not None)
+
+    def _compiled_path(self):
+        """Whether `process` takes the compiled path (`compiled_nsp`): Google's
+        defaults (NSP pairs, per-WordPiece masking), this processor's own
+        tokenizer, and a compiled generator that passed its self-check."""
+        opts = self.options
+        if self._compiled is None:
+            self._compiled = bool(
+                self._use_bulk and opts.resolved_masking() == "token"
+                and opts.sentence_objective == "nsp" and not opts.chinese_word_segmentation
+                and not opts.replace_per_unit and compiled_nsp.self_check())
+        return self._compiled
+
+    def _non_ascii_tokens(self, lines):
+        """FullTokenizer's tokens of the lines the ASCII path does not take.
+
+        Few lines (accented words in English text) go through `FullTokenizer`
+        itself; many (a Chinese corpus) through the in-graph `BulkTokenizer`,
+        which is worth importing TensorFlow for.
+        """
+        if len(lines) >= BULK_TOKENIZATION_MIN_LINES or "tensorflow" in sys.modules:
+            return self._bulk_tokenizer().tokenize(lines)
+        return [self.tokenizer.tokenize(line) for line in lines]
+
+    def _process_compiled(self, chunk_index, documents, result):
+        """`process` for Google's defaults: the same instances and bytes, compiled."""
+        opts = self.options
+        if self._ascii is None:
+            self._ascii = ascii_wordpiece.AsciiWordPiece(self.tokenizer,
+                                                         fallback=self._non_ascii_tokens)
+            vocab = self.tokenizer.vocab
+            self._vocab_word_ids = np.array([vocab[w] for w in self.vocab_words], np.int32)
+        decode = corpus_lib.decode_line
+        stats = result.stats
+        lines = [decode(raw, document.path, lineno, stats)
+                 for document in documents for lineno, raw in document.lines]
+        line_ids = self._ascii.ids(lines)
+        token_ids, sent_offsets, doc_offsets = _flatten_documents(documents, line_ids, stats)
+        result.num_documents = len(doc_offsets) - 1
+        if not result.num_documents:
+            return result
+        vocab = self.tokenizer.vocab
+        made = compiled_nsp.create_chunk_instances(
+            chunk_rng(opts.random_seed, chunk_index), token_ids, sent_offsets, doc_offsets,
+            opts.dupe_factor, opts.max_seq_length, opts.short_seq_prob, opts.masked_lm_prob,
+            opts.max_predictions_per_seq, self._vocab_word_ids,
+            vocab[tokenization.CLS_TOKEN], vocab[tokenization.SEP_TOKEN],
+            vocab[tokenization.MASK_TOKEN])
+        result.examples = made.examples()
+        result.num_instances = len(made)
+        result.num_tokens = int(made.lengths.sum())
+        result.num_masked = int(made.masked_counts.sum())
+        result.num_random_next = int(made.labels.sum())
+        if chunk_index == 0:
+            inv = self.tokenizer.inv_vocab
+            for k in range(min(self.keep_first_instances, len(made))):
+                n, m = int(made.lengths[k]), int(made.masked_counts[k])
+                result.first_instances.append(TrainingInstance(
+                    tokens=[inv[i] for i in made.input_ids[k, :n].tolist()],
+                    segment_ids=made.segment_ids[k, :n].tolist(),
+                    masked_lm_positions=made.masked_lm_positions[k, :m].tolist(),
+                    masked_lm_labels=[inv[i] for i in made.masked_lm_ids[k, :m].tolist()],
+                    is_random_next=bool(made.labels[k])))
+        return result
+
 
     def __getstate__(self):
         # The in-graph tokenizer holds TensorFlow objects; a copy (pickled to
         # another process) builds its own on first use.
         state = self.__dict__.copy()
         state["_bulk"] = None
+        state["_ascii"] = None
         return state
 
     def _bulk_tokenizer(self):
@@ -740,6 +806,8 @@ class ChunkProcessor(object):
     def process(self, chunk_index, documents):
         opts = self.options
         result = ChunkResult()
+        if self._compiled_path():
+            return self._process_compiled(chunk_index, documents, result)
         rng = chunk_rng(opts.random_seed, chunk_index)
         all_documents, all_word_starts = self.tokenize_documents_with_word_starts(
             documents, result.stats)
@@ -781,6 +849,78 @@ class ChunkProcessor(object):
         if chunk_index == 0:
             result.first_instances = instances[:self.keep_first_instances]
         return result
+
+
+def _flatten_documents(documents, line_ids, stats):
+    """`_keep_documents_with_tokens` for the compiled path, as arrays.
+
+    `line_ids`: the token ids of every line of `documents`, in order.
+    Returns (token ids int32, sentence offsets, document offsets) of the
+    non-empty lines of the documents that keep any (see
+    `compiled_nsp.create_chunk_instances`); what was dropped is counted in
+    `stats` with the same reasons and first locations.
+    """
+    lengths = np.fromiter(map(len, line_ids), np.int64, count=len(line_ids))
+    lines_per_doc = np.fromiter((len(document.lines) for document in documents), np.int64,
+                                count=len(documents))
+    doc_of_line = np.repeat(np.arange(len(documents)), lines_per_doc)
+    kept = lengths > 0
+    sentences_per_doc = np.bincount(doc_of_line[kept], minlength=len(documents))
+    if not kept.all():
+        first_line = np.concatenate([[0], np.cumsum(lines_per_doc)[:-1]])
+        for k in np.flatnonzero(~kept).tolist():
+            document = documents[doc_of_line[k]]
+            stats.add("lines without any token (only controls/whitespace)",
+                      "%s:%d" % (document.path,
+                                 document.lines[k - first_line[doc_of_line[k]]][0]))
+    for d in np.flatnonzero(sentences_per_doc == 0).tolist():
+        stats.add("documents without any token skipped",
+                  "%s:%d" % (documents[d].path, documents[d].lines[0][0]))
+    for d in np.flatnonzero(sentences_per_doc == 1).tolist():
+        # Still used: segment B then always comes from another document.
+        stats.add("one-sentence documents (only random-next pairs)",
+                  "%s:%d" % (documents[d].path, documents[d].lines[0][0]))
+    sentence_lengths = lengths[kept]
+    sent_offsets = np.zeros(len(sentence_lengths) + 1, np.int64)
+    np.cumsum(sentence_lengths, out=sent_offsets[1:])
+    sentences_per_doc = sentences_per_doc[sentences_per_doc > 0]
+    doc_offsets = np.zeros(len(sentences_per_doc) + 1, np.int64)
+    np.cumsum(sentences_per_doc, out=doc_offsets[1:])
+    token_ids = np.fromiter(itertools.chain.from_iterable(line_ids), np.int32,
+                            count=int(sent_offsets[-1]))
+    return token_ids, sent_offsets, doc_offsets
+
+
+def _keep_documents_with_tokens(documents, tokenized, stats, with_word_starts):
+    """Documents as lists of non-empty sentences; empty lines and documents counted.
+
+    `tokenized`: per document, per line, (tokens, word starts or None).
+    Returns (all_documents, all_word_starts or None).
+    """
+    all_documents = []
+    all_word_starts = [] if with_word_starts else None
+    for document, document_tokens in zip(documents, tokenized):
+        sentences = []
+        sentence_starts = []
+        for (lineno, _), (tokens, starts) in zip(document.lines, document_tokens):
+            if tokens:
+                sentences.append(tokens)
+                sentence_starts.append(starts)
+            else:
+                stats.add("lines without any token (only controls/whitespace)",
+                          "%s:%d" % (document.path, lineno))
+        if not sentences:
+            stats.add("documents without any token skipped",
+                      "%s:%d" % (document.path, document.lines[0][0]))
+            continue
+        if len(sentences) == 1:
+            # Still used: segment B then always comes from another document.
+            stats.add("one-sentence documents (only random-next pairs)",
+                      "%s:%d" % (document.path, document.lines[0][0]))
+        all_documents.append(sentences)
+        if all_word_starts is not None:
+            all_word_starts.append(sentence_starts)
+    return all_documents, all_word_starts
 
 
 # Worker-process state: one ChunkProcessor per process, built once.

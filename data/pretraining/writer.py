@@ -8,8 +8,9 @@ results are consumed in order and each chunk's randomness depends only on
 (seed, chunk index), the output is byte-identical whatever `num_workers` is.
 
 Memory is bounded: at most ``2 * num_workers`` chunks are in flight, and
-`num_workers` is capped by the machine's cores and available memory (each
-worker imports TensorFlow, see `cap_num_workers`).
+`num_workers` is capped by the machine's cores and available memory (a
+worker may import TensorFlow, see `cap_num_workers`). Records are framed by
+`data.tfrecord_writer` (TensorFlow's writer only for remote paths).
 Output files are written under temporary names and renamed into place only
 when everything succeeded, so a failure or an interruption never leaves a
 half-written file under the requested name.
@@ -22,10 +23,9 @@ import multiprocessing
 import os
 import time
 
-import tensorflow as tf
-
 from data import atomic
 from data import corpus as corpus_lib
+from data import tfrecord_writer
 from data.pretraining import instances as pretraining_data
 
 
@@ -106,8 +106,9 @@ class Summary(object):
         return "\n".join(lines)
 
 
-# What one worker process costs: it imports TensorFlow (about 550 MB
-# resident) and holds its chunks.
+# What one worker process may cost: with TensorFlow imported (other recipes
+# than Google's defaults, or many non-ASCII lines) about 550 MB resident,
+# plus its chunks.
 WORKER_MEMORY_BYTES = 600 * 1000 ** 2
 
 
@@ -261,7 +262,7 @@ def create_pretraining_data(input_files, output_files, options, num_workers=1,
     try:
         outputs = atomic.TemporaryOutputs(output_files)
         for temp in outputs.temporaries:
-            writers.append(tf.io.TFRecordWriter(temp))
+            writers.append(tfrecord_writer.open_writer(temp))
         records = [0] * len(writers)
         chunks = corpus_lib.iter_document_chunks(
             input_files, documents_per_chunk, summary.stats, max_line_bytes)

@@ -1,0 +1,83 @@
+"""AsciiWordPiece gives FullTokenizer's ids, line for line, whichever path a line takes."""
+
+import random
+
+import pytest
+
+from data import tokenization
+from data.tokenizers import ascii_wordpiece
+
+# Characters chosen to hit every rule of BasicTokenizer: ASCII letters, digits and
+# punctuation; whitespace of every kind (tab, line ends, vertical tab, form feed,
+# NBSP, ideographic space); controls and format characters (NUL, U+FFFD, soft hyphen,
+# zero-width joiner); accented letters precomposed and decomposed; letters whose
+# lower case or decomposition is ASCII (Kelvin sign, dotted capital I, Greek question
+# mark and varia); Greek sigma (final form when lower-cased); CJK; non-ASCII
+# punctuation; an emoji.
+_POOL = (list("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") +
+         list("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~") + [" "] * 12 +
+         ["\t", "\r", "\n", "\x0b", "\x0c", "\x00", "\x1f", "\x7f", "\ufffd", "\u00a0",
+          "\u3000", "\u00ad", "\u200d", "\u00e9", "\u00c9", "e\u0301", "\u0301", "\u00fc",
+          "\u00f1", "\u00df", "\u0130", "\u212a", "\u037e", "\u1fef", "\u03a3", "\u03c3",
+          "\u4e2d", "\u6587", "\u3002", "\u201c", "\u2014", "\U0001f600", "caf\u00e9"])
+
+
+def _random_lines(rng, count, words):
+    lines = []
+    for _ in range(count):
+        parts = []
+        for _ in range(rng.randint(0, 14)):
+            roll = rng.random()
+            if roll < 0.5:
+                parts.append(rng.choice(words))
+            elif roll < 0.9:
+                parts.append(rng.choice(_POOL))
+            else:
+                parts.append("".join(rng.choice(words) for _ in range(rng.randint(2, 6))))
+        joiner = rng.choice([" ", "", " ", "-"])
+        lines.append(joiner.join(parts) + rng.choice(["", "\n", "\r\n"]))
+    # Words longer than max_input_chars_per_word (200) become [UNK]; 200 exactly do not.
+    lines.append("x" * 201 + " ok")
+    lines.append("ab" * 100)
+    lines.append("Ab" * 100 + "\u00e9")
+    lines.append("")
+    lines.append("   \t  ")
+    return lines
+
+
+@pytest.mark.parametrize("do_lower_case", [True, False])
+@pytest.mark.parametrize("vocab", ["sample", "english"])
+def test_ids_equal_full_tokenizer(do_lower_case, vocab, sample_vocab_file,
+                                  english_uncased_vocab_file):
+    vocab_file = sample_vocab_file if vocab == "sample" else english_uncased_vocab_file
+    full = tokenization.FullTokenizer(vocab_file, do_lower_case)
+    words = [w for w in full.vocab if not w.startswith("[")][:3000]
+    words = [w[2:] if w.startswith("##") else w for w in words]
+    words = words + [w.upper() for w in words[:300]] + [w.title() for w in words[300:600]]
+    rng = random.Random(7 if do_lower_case else 8)
+    lines = _random_lines(rng, 3000, words)
+    fallback_lines = []
+
+    def fallback(batch):
+        fallback_lines.extend(batch)
+        return [full.tokenize(line) for line in batch]
+
+    fast = ascii_wordpiece.AsciiWordPiece(full, fallback=fallback)
+    got = fast.ids(lines)
+    for line, ids in zip(lines, got):
+        assert ids == full.convert_tokens_to_ids(full.tokenize(line)), repr(line)
+    # Both paths were taken; accented lines take the Rust one only with lower casing.
+    assert 0.2 * len(lines) < len(fallback_lines) < 0.9 * len(lines)
+    accented = "Caf\u00e9 au lait, s'il vous pla\u00eet."
+    fallback_lines.clear()
+    assert fast.ids([accented]) == [full.convert_tokens_to_ids(full.tokenize(accented))]
+    assert fallback_lines == ([] if do_lower_case else [accented])
+
+
+def test_default_fallback_and_unknown_words(sample_vocab_file):
+    full = tokenization.FullTokenizer(sample_vocab_file, True)
+    fast = ascii_wordpiece.AsciiWordPiece(full)
+    lines = ["The baker opens the shop.", "zzqxj qqq", "\u4e2d\u6587 and more", "y" * 500]
+    assert fast.ids(lines) == [full.convert_tokens_to_ids(full.tokenize(line))
+                               for line in lines]
+    assert fast.ids(["y" * 500]) == [[full.vocab["[UNK]"]]]
