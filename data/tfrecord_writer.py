@@ -22,7 +22,8 @@ _CRC = struct.Struct("<I")
 
 
 class TFRecordWriter(object):
-    """`tf.io.TFRecordWriter(path)` for a local path: `write(bytes)`, `close()`."""
+    """`tf.io.TFRecordWriter(path)` for a local path: `write(bytes)`, `close()`;
+    `write_all(list of bytes)` too."""
 
     def __init__(self, path):
         self._file = open(path, "wb")
@@ -31,6 +32,17 @@ class TFRecordWriter(object):
         header = _LENGTH.pack(len(record))
         self._file.write(b"".join((header, _CRC.pack(masked_crc32c(header)), record,
                                    _CRC.pack(masked_crc32c(record)))))
+
+    def write_all(self, records):
+        """Writes the records of a list, in order (one write call)."""
+        pack_length = _LENGTH.pack
+        pack_crc = _CRC.pack
+        parts = []
+        for record in records:
+            header = pack_length(len(record))
+            parts += (header, pack_crc(masked_crc32c(header)), record,
+                      pack_crc(masked_crc32c(record)))
+        self._file.write(b"".join(parts))
 
     def flush(self):
         self._file.flush()
@@ -45,9 +57,29 @@ class TFRecordWriter(object):
         self.close()
 
 
+class _TensorFlowWriter(object):
+    """tf.io.TFRecordWriter with `write_all`, for remote paths."""
+
+    def __init__(self, path):
+        import tensorflow as tf  # pylint: disable=g-import-not-at-top
+        self._writer = tf.io.TFRecordWriter(path)
+
+    def write(self, record):
+        self._writer.write(record)
+
+    def write_all(self, records):
+        for record in records:
+            self._writer.write(record)
+
+    def flush(self):
+        self._writer.flush()
+
+    def close(self):
+        self._writer.close()
+
+
 def open_writer(path):
     """A TFRecord writer for `path`: this module's for local paths, TensorFlow's for remote."""
     if atomic.is_remote(path):
-        import tensorflow as tf  # pylint: disable=g-import-not-at-top
-        return tf.io.TFRecordWriter(path)
+        return _TensorFlowWriter(path)
     return TFRecordWriter(path)

@@ -151,9 +151,11 @@ def _lazy_tensorflow_wanted():
     A script that does not always need TensorFlow (a few seconds to import)
     sets ``IMPORT_TENSORFLOW_LAZILY = True`` before ``import script``.
     """
-    main = sys.modules.get("__main__")
-    return bool(getattr(main, "IMPORT_TENSORFLOW_LAZILY", False)) and \
-        "tensorflow" not in sys.modules
+    # A worker process that multiprocessing spawns runs the script again as
+    # __mp_main__.
+    wanted = any(getattr(sys.modules.get(name), "IMPORT_TENSORFLOW_LAZILY", False)
+                 for name in ("__main__", "__mp_main__"))
+    return wanted and "tensorflow" not in sys.modules
 
 
 def _pump(read_fd, write_fd, noise):

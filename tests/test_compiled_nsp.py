@@ -138,3 +138,21 @@ def test_records_parse_as_google_features(sample_vocab_file, sample_corpus_files
     for row, w, m in zip(positions, weights, mask):
         real = row[w > 0]
         assert list(real) == sorted(real) and m[real].all() and (real > 0).all()
+
+
+def test_generator_state_is_checked_after_each_chunk(sample_vocab_file, sample_corpus_files,
+                                                     monkeypatch):
+    rng = random.Random(5)
+    mt, pos = compiled_nsp.rng_state(rng)
+    compiled_nsp._draws(0, 0, 1000, mt, pos)
+    assert pos[1] == 2000 and compiled_nsp.state_matches(rng, mt, pos)
+    mt[17] ^= 1
+    assert not compiled_nsp.state_matches(rng, mt, pos)
+    # A disagreement sends the chunk (and the rest of the run) down the Python path.
+    chunk = _chunks(sample_corpus_files, 10000)[0]
+    options = _options(sample_vocab_file)
+    expected = instances.ChunkProcessor(options, compiled=False).process(0, chunk)
+    monkeypatch.setattr(compiled_nsp, "state_matches", lambda *unused: False)
+    processor = instances.ChunkProcessor(options)
+    assert processor.process(0, chunk).examples == expected.examples
+    assert processor._compiled is False

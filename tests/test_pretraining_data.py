@@ -594,10 +594,10 @@ def test_num_workers_is_capped_before_workers_start(tmp_path, sample_vocab_file,
     started = []
     original = pretraining_writer._ordered_results
 
-    def ordered_results(chunks, options, num_workers, log_first_instances):
+    def ordered_results(chunks, options, num_workers, log_first_instances, processor=None):
         started.append(num_workers)
-        assert num_workers == 1  # 64 spawned TensorFlow processes would follow
-        return original(chunks, options, num_workers, log_first_instances)
+        assert num_workers == 1  # 64 spawned worker processes would follow
+        return original(chunks, options, num_workers, log_first_instances, processor)
 
     monkeypatch.setattr(pretraining_writer, "_ordered_results", ordered_results)
     with caplog.at_level("WARNING"):

@@ -55,13 +55,29 @@ def available():
 
 
 def rng_state(rng):
-    """(state words int64[624], position int64[1]) of a `random.Random`'s Mersenne Twister."""
+    """(state words int64[624], [position, words drawn]) of a `random.Random`'s
+    Mersenne Twister; the compiled generator advances both."""
     version, internal, _ = rng.getstate()
     if version != 3 or len(internal) != _N + 1:
         raise ValueError("unexpected random.Random state (version %r, %d words)"
                          % (version, len(internal)))
     return (np.array(internal[:_N], dtype=np.int64),
-            np.array([internal[_N]], dtype=np.int64))
+            np.array([internal[_N], 0], dtype=np.int64))
+
+
+def state_matches(rng, mt, pos):
+    """Whether (mt, pos) is `rng`'s state advanced by the pos[1] words drawn from it.
+
+    Python's own generator is advanced by that many 32-bit outputs (one
+    ``getrandbits(32 * n)`` call) and the two states compared, which checks
+    the compiled twist and tempering on every run at almost no cost.
+    """
+    check = random.Random()
+    check.setstate(rng.getstate())
+    check.getrandbits(32 * int(pos[1]))
+    internal = check.getstate()[1]
+    return internal[_N] == int(pos[0]) and np.array_equal(
+        np.array(internal[:_N], dtype=np.int64), mt)
 
 
 if numba is not None:
@@ -80,6 +96,7 @@ if numba is not None:
             i = 0
         y = mt[i]
         pos[0] = i + 1
+        pos[1] += 1
         y ^= y >> 11
         y ^= (y << 7) & 0x9D2C5680
         y ^= (y << 15) & 0xEFC60000
@@ -471,7 +488,9 @@ def create_chunk_instances(rng, tokens, sent_offsets, doc_offsets, dupe_factor,
         (what a random replacement ``vocab_words[randint(...)]`` becomes).
 
     Returns:
-      a `ChunkInstances`.
+      a `ChunkInstances`, or None should the compiled generator's state
+      after the chunk differ from Python's (`state_matches`): then the
+      caller takes the Python path.
     """
     mt, pos = rng_state(rng)
     num_tokens = int(sent_offsets[-1])
@@ -483,6 +502,8 @@ def create_chunk_instances(rng, tokens, sent_offsets, doc_offsets, dupe_factor,
         float(short_seq_prob), float(masked_lm_prob), int(max_predictions_per_seq),
         np.asarray(vocab_word_ids, np.int32), int(cls_id), int(sep_id), int(mask_id),
         int(capacity))
+    if not state_matches(rng, mt, pos):
+        return None
     records, offsets = _serialize(*arrays, _KEY_BYTES, _KEY_OFFSETS)
     return ChunkInstances(arrays, records, offsets)
 
@@ -491,32 +512,49 @@ _self_check_result = None
 
 
 def self_check():
-    """Whether the compiled generator makes Python's draws here (checked once per process)."""
+    """Whether Python's `random` consumes generator outputs as this module does.
+
+    Checked once per process, in Python, on Python's own generator:
+    ``random()`` is two outputs, ``randrange``/``randint`` take the top
+    ``n.bit_length()`` bits of one output with rejection, ``shuffle`` swaps
+    with ``_randbelow(i + 1)`` from the end. The compiled generator itself is
+    checked against Python's after every chunk (`state_matches`).
+    """
     global _self_check_result
     if _self_check_result is None:
-        _self_check_result = available() and _check_draws()
+        _self_check_result = available() and _python_draws_as_modelled()
     return _self_check_result
 
 
-def _check_draws():
+def _python_draws_as_modelled():
     for seed in (0, 12345, "3/7"):
         reference = random.Random(seed)
-        mt, pos = rng_state(random.Random(seed))
-        # random(), then _randbelow for small and large bounds (with rejection),
-        # then shuffle; past the 624-word twist more than once.
-        expected = [reference.random() for _ in range(700)]
-        if list(_draws(0, 0, 700, mt, pos)) != expected:
+        words = random.Random(seed)
+
+        def below(n):
+            shift = 32 - n.bit_length()
+            r = words.getrandbits(32) >> shift
+            while r >= n:
+                r = words.getrandbits(32) >> shift
+            return r
+
+        def uniform():
+            a, b = words.getrandbits(32) >> 5, words.getrandbits(32) >> 6
+            return (a * 67108864.0 + b) * (1.0 / 9007199254740992.0)
+
+        if any(reference.random() != uniform() for _ in range(20)):
             return False
-        for n in (1, 2, 3, 5, 30522, 2 ** 31 + 11):
-            expected = [float(reference.randrange(n)) for _ in range(300)]
-            if list(_draws(1, n, 300, mt, pos)) != expected:
-                return False
-        values = list(range(257))
+        for n in (1, 2, 3, 5, 30522, 2 ** 31 + 11, 2 ** 32 - 1):
+            for _ in range(30):
+                if reference.randrange(n) != below(n) or \
+                        reference.randint(2, n + 1) != 2 + below(n):
+                    return False
+        values = list(range(100))
         reference.shuffle(values)
-        ours = np.arange(257)
-        _shuffle(ours, mt, pos)
-        if ours.tolist() != values:
-            return False
-        if _draws(0, 0, 1, mt, pos)[0] != reference.random():
+        ours = list(range(100))
+        for i in range(len(ours) - 1, 0, -1):
+            j = below(i + 1)
+            ours[i], ours[j] = ours[j], ours[i]
+        if ours != values or reference.random() != uniform():
             return False
     return True

@@ -68,6 +68,7 @@ serialisation gives (`data.pretraining.example_encoder`). The writer is
 
 import collections
 import itertools
+import logging
 import random
 import sys
 
@@ -671,10 +672,8 @@ class ChunkProcessor(object):
         self.vocab_words = list(self.tokenizer.vocab.keys())
         self.keep_first_instances = keep_first_instances
         # Records are written directly, the bytes `tf_example.serialize_example`
-        # writes (see `example_encoder`).
-        self.encoder = example_encoder.PretrainingExampleEncoder(
-            options.max_seq_length, options.max_predictions_per_seq,
-            max(self.tokenizer.vocab.values()) + 1)
+        # writes (see `example_encoder`); built on first use by the Python path.
+        self._encoder = None
         self.masker = masking.Masker(options.masking_strategy(), options.masked_lm_prob,
                                      options.max_predictions_per_seq, self.vocab_words,
                                      options.replace_per_unit)
@@ -739,20 +738,11 @@ class ChunkProcessor(object):
             return self._bulk_tokenizer().tokenize(lines)
         return [self.tokenizer.tokenize(line) for line in lines]
 
-    def _process_compiled(self, chunk_index, documents, result):
+    def _finish_compiled(self, prepared):
         """`process` for Google's defaults: the same instances and bytes, compiled."""
         opts = self.options
-        if self._ascii is None:
-            self._ascii = ascii_wordpiece.AsciiWordPiece(self.tokenizer,
-                                                         fallback=self._non_ascii_tokens)
-            vocab = self.tokenizer.vocab
-            self._vocab_word_ids = np.array([vocab[w] for w in self.vocab_words], np.int32)
-        decode = corpus_lib.decode_line
-        stats = result.stats
-        lines = [decode(raw, document.path, lineno, stats)
-                 for document in documents for lineno, raw in document.lines]
-        line_ids = self._ascii.ids(lines)
-        token_ids, sent_offsets, doc_offsets = _flatten_documents(documents, line_ids, stats)
+        chunk_index, result = prepared.chunk_index, prepared.result
+        token_ids, sent_offsets, doc_offsets = prepared.arrays
         result.num_documents = len(doc_offsets) - 1
         if not result.num_documents:
             return result
@@ -763,6 +753,13 @@ class ChunkProcessor(object):
             opts.max_predictions_per_seq, self._vocab_word_ids,
             vocab[tokenization.CLS_TOKEN], vocab[tokenization.SEP_TOKEN],
             vocab[tokenization.MASK_TOKEN])
+        if made is None:
+            # The compiled generator drifted from Python's (never seen): this
+            # chunk, and the rest of the run, take the Python path.
+            logging.warning("compiled instance creation disagrees with Python's random "
+                            "generator here; using the Python path")
+            self._compiled = False
+            return self._process_python(chunk_index, prepared.documents)
         result.examples = made.examples()
         result.num_instances = len(made)
         result.num_tokens = int(made.lengths.sum())
@@ -803,11 +800,42 @@ class ChunkProcessor(object):
             self._bulk = wordpiece.BulkTokenizer(self.tokenizer)
         return self._bulk
 
+    def prepare(self, chunk_index, documents):
+        """The first stage of `process`: on the compiled path, the chunk's token ids.
+
+        `finish(prepare(i, docs))` is `process(i, docs)`. The writer runs
+        `prepare` one chunk ahead in a thread, so that a chunk's tokenization
+        (in Rust, without the GIL) overlaps the previous chunk's instances and
+        writing; the compiled path releases the GIL too.
+        """
+        if not self._compiled_path():
+            return _PreparedChunk(chunk_index, documents, None, None)
+        if self._ascii is None:
+            ascii_tokenizer = ascii_wordpiece.AsciiWordPiece(self.tokenizer,
+                                                             fallback=self._non_ascii_tokens)
+            vocab = self.tokenizer.vocab
+            self._vocab_word_ids = np.array([vocab[w] for w in self.vocab_words], np.int32)
+            self._ascii = ascii_tokenizer
+        result = ChunkResult()
+        decode = corpus_lib.decode_line
+        stats = result.stats
+        lines = [decode(raw, document.path, lineno, stats)
+                 for document in documents for lineno, raw in document.lines]
+        arrays = _flatten_documents(documents, self._ascii.ids(lines), stats)
+        return _PreparedChunk(chunk_index, documents, result, arrays)
+
+    def finish(self, prepared):
+        """The second stage of `process` (see `prepare`): a `ChunkResult`."""
+        if prepared.result is None or not self._compiled_path():
+            return self._process_python(prepared.chunk_index, prepared.documents)
+        return self._finish_compiled(prepared)
+
     def process(self, chunk_index, documents):
+        return self.finish(self.prepare(chunk_index, documents))
+
+    def _process_python(self, chunk_index, documents):
         opts = self.options
         result = ChunkResult()
-        if self._compiled_path():
-            return self._process_compiled(chunk_index, documents, result)
         rng = chunk_rng(opts.random_seed, chunk_index)
         all_documents, all_word_starts = self.tokenize_documents_with_word_starts(
             documents, result.stats)
@@ -835,7 +863,11 @@ class ChunkProcessor(object):
         fast_random.shuffle(rng, instances)
         vocab = self.tokenizer.vocab
         # The bytes of serialize_example(*instance_to_features(instance, ...)).
-        serialize = self.encoder.serialize_instance
+        if self._encoder is None:
+            self._encoder = example_encoder.PretrainingExampleEncoder(
+                opts.max_seq_length, opts.max_predictions_per_seq,
+                max(self.tokenizer.vocab.values()) + 1)
+        serialize = self._encoder.serialize_instance
         token_id = vocab.__getitem__
         for instance in instances:
             result.examples.append(serialize(
@@ -849,6 +881,10 @@ class ChunkProcessor(object):
         if chunk_index == 0:
             result.first_instances = instances[:self.keep_first_instances]
         return result
+
+
+_PreparedChunk = collections.namedtuple(
+    "_PreparedChunk", ["chunk_index", "documents", "result", "arrays"])
 
 
 def _flatten_documents(documents, line_ids, stats):

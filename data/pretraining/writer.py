@@ -186,13 +186,36 @@ def no_instance_message(input_files, stats, max_line_bytes):
     return message + "."
 
 
-def _ordered_results(chunks, options, num_workers, log_first_instances):
-    """Yields ChunkResults in chunk order, processing up to num_workers at once."""
+def _ordered_results(chunks, options, num_workers, log_first_instances, processor=None):
+    """Yields ChunkResults in chunk order, processing up to num_workers at once.
+
+    With one worker, `processor` (a ChunkProcessor for `options` keeping
+    `log_first_instances`) is used when given.
+    """
     if num_workers <= 1:
-        processor = pretraining_data.ChunkProcessor(
-            options, keep_first_instances=log_first_instances)
-        for index, chunk in enumerate(chunks):
-            yield processor.process(index, chunk)
+        if processor is None:
+            processor = pretraining_data.ChunkProcessor(
+                options, keep_first_instances=log_first_instances)
+        # The next chunk is read and tokenized in a thread while this one's
+        # instances are made and written (see ChunkProcessor.prepare).
+        numbered = enumerate(chunks)
+
+        def prepare_next():
+            for index, chunk in numbered:
+                return processor.prepare(index, chunk)
+            return None
+
+        ahead = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="prepare_chunk")
+        try:
+            pending = ahead.submit(prepare_next)
+            while True:
+                prepared = pending.result()
+                if prepared is None:
+                    return
+                pending = ahead.submit(prepare_next)
+                yield processor.finish(prepared)
+        finally:
+            ahead.shutdown(wait=False, cancel_futures=True)
         return
     # "spawn": workers start clean, without the parent's TensorFlow threads.
     context = multiprocessing.get_context("spawn")
@@ -249,8 +272,10 @@ def create_pretraining_data(input_files, output_files, options, num_workers=1,
     num_workers, warning = cap_num_workers(num_workers, *machine_resources())
     if warning:
         logging.warning("%s", warning)
-    # Fail early (before any worker starts) on a bad vocabulary.
-    pretraining_data.ChunkProcessor(options)
+    # Fail early (before any worker starts) on a bad vocabulary; with one
+    # worker this is the processor.
+    processor = pretraining_data.ChunkProcessor(options,
+                                                keep_first_instances=log_first_instances)
     summary = Summary()
     summary.input_files = len(input_files)
     start = time.time()
@@ -268,12 +293,16 @@ def create_pretraining_data(input_files, output_files, options, num_workers=1,
             input_files, documents_per_chunk, summary.stats, max_line_bytes)
         writer_index = 0
         for result in _ordered_results(chunks, options, num_workers,
-                                         log_first_instances):
+                                         log_first_instances, processor):
             summary.add_chunk(result)
-            for example in result.examples:
-                writers[writer_index].write(example)
-                records[writer_index] += 1
-                writer_index = (writer_index + 1) % len(writers)
+            # Round-robin over the outputs, continuing where the last chunk ended.
+            count = len(writers)
+            for k in range(count):
+                target = (writer_index + k) % count
+                mine = result.examples[k::count]
+                writers[target].write_all(mine)
+                records[target] += len(mine)
+            writer_index = (writer_index + len(result.examples)) % count
             for instance in result.first_instances:
                 logging.info("*** Example ***\n%s", instance)
             now = time.time()
