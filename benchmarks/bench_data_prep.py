@@ -240,9 +240,9 @@ def main():
 
         memory = None
         if args.memory_scale > 1:
-            big = os.path.join(tmp, "corpus_en_x%d.txt" % args.memory_scale)
-            big_bytes, big_documents = build_corpus(
-                big, int(args.memory_scale * args.corpus_mb * 1e6))
+            # Ours (1 worker) on corpora 1x, scale/2 x and scale x as large: memory is
+            # bounded by the chunk size (two chunks of 10,000 documents in flight, the
+            # one being written and the next being tokenized), not by the corpus.
             small_run = min(runs["ours_1w"], key=lambda r: r["max_rss_mb"]) \
                 if "ours_1w" in runs else None
             if small_run is None:
@@ -250,20 +250,26 @@ def main():
                                       flags_for(corpus, os.path.join(tmp, "m1.tfrecord")) +
                                       ["--num_workers=1", "--log_examples=0"],
                                       os.path.join(tmp, "m1.log"))
-            big_run = run_child("ours", ours_script,
-                                flags_for(big, os.path.join(tmp, "big.tfrecord")) +
-                                ["--num_workers=1", "--log_examples=0"],
-                                os.path.join(tmp, "big.log"))
-            memory = {"scale": args.memory_scale, "corpus_mb": [corpus_bytes / 1e6,
-                                                                big_bytes / 1e6],
-                      "documents": [documents, big_documents],
-                      "max_rss_mb": [small_run["max_rss_mb"], big_run["max_rss_mb"]],
-                      "wall_s": [small_run["wall_s"], big_run["wall_s"]],
-                      "rss_growth": big_run["max_rss_mb"] / small_run["max_rss_mb"]}
-            print("memory: ours (1 worker) peak RSS %.0f MB at %.1f MB of corpus, %.0f MB at "
-                  "%.1f MB (x%.2f)" % (memory["max_rss_mb"][0], memory["corpus_mb"][0],
-                                       memory["max_rss_mb"][1], memory["corpus_mb"][1],
-                                       memory["rss_growth"]))
+            memory = {"scale": args.memory_scale, "corpus_mb": [corpus_bytes / 1e6],
+                      "documents": [documents], "max_rss_mb": [small_run["max_rss_mb"]],
+                      "wall_s": [small_run["wall_s"]]}
+            for scale in sorted({max(2, args.memory_scale // 2), args.memory_scale}):
+                big = os.path.join(tmp, "corpus_en_x%d.txt" % scale)
+                big_bytes, big_documents = build_corpus(big, int(scale * args.corpus_mb * 1e6))
+                big_run = run_child("ours", ours_script,
+                                    flags_for(big, os.path.join(tmp, "big.tfrecord")) +
+                                    ["--num_workers=1", "--log_examples=0"],
+                                    os.path.join(tmp, "big.log"))
+                os.remove(big)
+                memory["corpus_mb"].append(big_bytes / 1e6)
+                memory["documents"].append(big_documents)
+                memory["max_rss_mb"].append(big_run["max_rss_mb"])
+                memory["wall_s"].append(big_run["wall_s"])
+            memory["rss_growth"] = memory["max_rss_mb"][-1] / memory["max_rss_mb"][0]
+            memory["rss_growth_last_doubling"] = memory["max_rss_mb"][-1] / memory["max_rss_mb"][-2]
+            print("memory: ours (1 worker) peak RSS %s" % ", ".join(
+                "%.0f MB at %.1f MB of corpus" % (rss, mb)
+                for rss, mb in zip(memory["max_rss_mb"], memory["corpus_mb"])))
 
     print("\n%-10s %9s %9s %12s %10s %10s %9s %9s" % (
         "writer", "wall s", "post-imp", "instances", "masked", "rand-next", "x wall", "x post"))

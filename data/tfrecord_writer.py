@@ -44,6 +44,10 @@ class TFRecordWriter(object):
                       pack_crc(masked_crc32c(record)))
         self._file.write(b"".join(parts))
 
+    def write_framed(self, data):
+        """Writes records that are already framed (e.g. `ChunkResult.tfrecord_bytes()`)."""
+        self._file.write(data)
+
     def flush(self):
         self._file.flush()
 

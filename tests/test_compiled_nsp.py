@@ -156,3 +156,18 @@ def test_generator_state_is_checked_after_each_chunk(sample_vocab_file, sample_c
     processor = instances.ChunkProcessor(options)
     assert processor.process(0, chunk).examples == expected.examples
     assert processor._compiled is False
+
+
+def test_framed_records_are_a_tfrecord_file(tmp_path, sample_vocab_file, sample_corpus_files):
+    from data import tfrecord_writer  # pylint: disable=g-import-not-at-top
+    result = instances.ChunkProcessor(_options(sample_vocab_file)).process(
+        0, _chunks(sample_corpus_files, 10000)[0])
+    framed = result.tfrecord_bytes()
+    path = os.path.join(str(tmp_path), "reference.tfrecord")
+    with tfrecord_writer.TFRecordWriter(path) as writer:
+        writer.write_all(result.examples)
+    with open(path, "rb") as f:
+        assert f.read() == framed
+    python = instances.ChunkProcessor(_options(sample_vocab_file), compiled=False).process(
+        0, _chunks(sample_corpus_files, 10000)[0])
+    assert python.tfrecord_bytes() is None

@@ -446,6 +446,66 @@ if numba is not None:
         return buf, offsets
 
 
+    @_njit
+    def _crc32c(table, data, start, end):
+        """CRC-32C of data[start:end], slicing by 8 (tables from `_crc32c_tables`)."""
+        crc = np.uint32(0xFFFFFFFF)
+        i = start
+        while i + 8 <= end:
+            crc ^= (np.uint32(data[i]) | (np.uint32(data[i + 1]) << 8) |
+                    (np.uint32(data[i + 2]) << 16) | (np.uint32(data[i + 3]) << 24))
+            crc = (table[7, crc & 0xFF] ^ table[6, (crc >> 8) & 0xFF] ^
+                   table[5, (crc >> 16) & 0xFF] ^ table[4, crc >> 24] ^
+                   table[3, data[i + 4]] ^ table[2, data[i + 5]] ^
+                   table[1, data[i + 6]] ^ table[0, data[i + 7]])
+            i += 8
+        while i < end:
+            crc = table[0, (crc ^ data[i]) & 0xFF] ^ (crc >> 8)
+            i += 1
+        return crc ^ np.uint32(0xFFFFFFFF)
+
+    @_njit
+    def _put_masked_crc(out, at, crc):
+        masked = (((crc >> 15) | (crc << 17)) + np.uint32(0xA282EAD8)) & np.uint32(0xFFFFFFFF)
+        for b in range(4):
+            out[at + b] = (masked >> (8 * b)) & 0xFF
+
+    @_njit
+    def _frame(table, records, offsets):
+        """TFRecord framing of every record (length, its masked CRC, data, data's CRC)."""
+        num = len(offsets) - 1
+        out = np.empty(offsets[num] + 16 * num, np.uint8)
+        at = 0
+        for r in range(num):
+            length = offsets[r + 1] - offsets[r]
+            for b in range(8):
+                out[at + b] = (length >> (8 * b)) & 0xFF
+            _put_masked_crc(out, at + 8, _crc32c(table, out, at, at + 8))
+            out[at + 12:at + 12 + length] = records[offsets[r]:offsets[r + 1]]
+            _put_masked_crc(out, at + 12 + length,
+                            _crc32c(table, records, offsets[r], offsets[r + 1]))
+            at += 16 + length
+        return out
+
+
+def _crc32c_tables():
+    """Slicing-by-8 tables of CRC-32C (reflected polynomial 0x82F63B78)."""
+    table = np.zeros((8, 256), np.uint32)
+    for byte in range(256):
+        crc = byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
+        table[0, byte] = crc
+    for k in range(1, 8):
+        for byte in range(256):
+            previous = int(table[k - 1, byte])
+            table[k, byte] = (previous >> 8) ^ int(table[0, previous & 0xFF])
+    return table
+
+
+_CRC32C_TABLES = _crc32c_tables()
+
+
 FEATURE_KEYS = ("input_ids", "input_mask", "masked_lm_ids", "masked_lm_positions",
                 "masked_lm_weights", "next_sentence_labels", "segment_ids")
 # The keys as one byte array: key k is _KEY_BYTES[_KEY_OFFSETS[k]:_KEY_OFFSETS[k + 1]].
@@ -470,6 +530,10 @@ class ChunkInstances(object):
         data = self.records.tobytes()
         offsets = self.offsets.tolist()
         return [data[offsets[k]:offsets[k + 1]] for k in range(len(offsets) - 1)]
+
+    def tfrecord_bytes(self):
+        """All records framed as a TFRecord file holds them, in order (bytes)."""
+        return _frame(_CRC32C_TABLES, self.records, self.offsets).tobytes()
 
 
 def create_chunk_instances(rng, tokens, sent_offsets, doc_offsets, dupe_factor,

@@ -639,10 +639,16 @@ def chunk_rng(random_seed, chunk_index):
 
 
 class ChunkResult(object):
-    """Serialised examples of one chunk plus its statistics."""
+    """Serialised examples of one chunk plus its statistics.
+
+    On the compiled path the records stay in one buffer (`compiled`, a
+    `compiled_nsp.ChunkInstances`) until `examples` is first read, and
+    `tfrecord_bytes()` gives them framed for a TFRecord file at once.
+    """
 
     def __init__(self):
-        self.examples = []
+        self._examples = []
+        self.compiled = None
         self.stats = corpus_lib.ReadStats()
         self.num_documents = 0
         self.num_instances = 0
@@ -650,6 +656,23 @@ class ChunkResult(object):
         self.num_masked = 0
         self.num_random_next = 0
         self.first_instances = []
+
+    @property
+    def examples(self):
+        """The serialised tf.train.Examples of the chunk, in order (a list of bytes)."""
+        if self._examples is None:
+            self._examples = self.compiled.examples()
+        return self._examples
+
+    @examples.setter
+    def examples(self, value):
+        self._examples = value
+
+    def tfrecord_bytes(self):
+        """The records framed as in a TFRecord file (bytes), or None off the compiled path."""
+        if self.compiled is None:
+            return None
+        return self.compiled.tfrecord_bytes()
 
 
 class ChunkProcessor(object):
@@ -760,7 +783,8 @@ class ChunkProcessor(object):
                             "generator here; using the Python path")
             self._compiled = False
             return self._process_python(chunk_index, prepared.documents)
-        result.examples = made.examples()
+        result.compiled = made
+        result.examples = None  # read from `made` when asked for
         result.num_instances = len(made)
         result.num_tokens = int(made.lengths.sum())
         result.num_masked = int(made.masked_counts.sum())

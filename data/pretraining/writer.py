@@ -295,14 +295,22 @@ def create_pretraining_data(input_files, output_files, options, num_workers=1,
         for result in _ordered_results(chunks, options, num_workers,
                                          log_first_instances, processor):
             summary.add_chunk(result)
-            # Round-robin over the outputs, continuing where the last chunk ended.
-            count = len(writers)
-            for k in range(count):
-                target = (writer_index + k) % count
-                mine = result.examples[k::count]
-                writers[target].write_all(mine)
-                records[target] += len(mine)
-            writer_index = (writer_index + len(result.examples)) % count
+            framed = (result.tfrecord_bytes()
+                      if len(writers) == 1 and hasattr(writers[0], "write_framed") else None)
+            if framed is not None:
+                # One output: the chunk's records, already framed, in one write.
+                writers[0].write_framed(framed)
+                records[0] += result.num_instances
+            else:
+                # Round-robin over the outputs, continuing where the last chunk ended.
+                examples = result.examples
+                count = len(writers)
+                for k in range(count):
+                    target = (writer_index + k) % count
+                    mine = examples[k::count]
+                    writers[target].write_all(mine)
+                    records[target] += len(mine)
+                writer_index = (writer_index + len(examples)) % count
             for instance in result.first_instances:
                 logging.info("*** Example ***\n%s", instance)
             now = time.time()
