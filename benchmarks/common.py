@@ -26,7 +26,7 @@ RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"
 CPU_FLAGS_OF_INTEREST = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16",
                          "amx_tile", "amx_int8")
 
-DEFAULT_LIBRARIES = ("tensorflow", "tensorflow_text", "keras", "numpy", "tokenizers",
+DEFAULT_LIBRARIES = ("tensorflow", "tensorflow_text", "keras", "numpy", "numba", "tokenizers",
                      "transformers", "keras_hub", "protobuf")
 
 

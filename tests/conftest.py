@@ -29,6 +29,26 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE_DIR = os.path.join(REPO_ROOT, "data", "sample")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _compiled_kernels_cached():
+    """numba's kernels (data/pretraining/compiled_nsp.py) compiled once, before any test.
+
+    On a fresh clone the first compile takes tens of seconds; under a file
+    lock one test process compiles and caches them while the other waits, and
+    every script a test starts then loads them from the cache.
+    """
+    import fcntl  # pylint: disable=g-import-not-at-top
+    import tempfile  # pylint: disable=g-import-not-at-top
+    from data.pretraining import compiled_nsp  # pylint: disable=g-import-not-at-top
+    lock_path = os.path.join(tempfile.gettempdir(), "bert_family_numba_cache.lock")
+    with open(lock_path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            compiled_nsp.warm_up()
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def _find_package_file(relative):
     paths = list(site.getsitepackages()) + [site.getusersitepackages()] + sys.path
     for base in paths:

@@ -622,3 +622,22 @@ def _python_draws_as_modelled():
         if ours != values or reference.random() != uniform():
             return False
     return True
+
+
+def warm_up():
+    """Compiles (or loads from numba's on-disk cache) every kernel a run uses.
+
+    A run does this by itself on first use; the tests call it once up front,
+    under a lock, so that parallel test processes and the scripts they start
+    do not each compile the same kernels.
+    """
+    if not available():
+        return
+    tokens = np.arange(5, 45, dtype=np.int32)
+    made = create_chunk_instances(
+        random.Random(0), tokens, np.arange(0, 41, 4, dtype=np.int64),
+        np.array([0, 3, 6, 10], np.int64), 1, 16, 0.1, 0.15, 3,
+        np.arange(50, dtype=np.int32), 1, 2, 3)
+    if made is not None:
+        made.tfrecord_bytes()
+
