@@ -27,10 +27,12 @@ token-id arrays:
   (deterministic serialisation: keys in sorted order), so that the writer
   only frames them.
 
-`available()` says whether numba imports; `self_check()` compares this path
-with the Python one on a generated chunk once per process, and the caller
-falls back to Python should they ever differ (a future interpreter changing
-`random`'s algorithm, say). Compiled functions are cached on disk
+`available()` says whether numba imports; `self_check()` checks once per
+process that Python's `random` consumes its generator's outputs as modelled
+here, and `state_matches` compares the compiled generator's state with
+Python's after every chunk; the caller falls back to the Python path should
+either ever disagree (a future interpreter changing `random`'s algorithm,
+say). Compiled functions are cached on disk
 (``cache=True``): the first run on a machine compiles them (a few seconds),
 later runs load them.
 """
@@ -135,7 +137,8 @@ if numba is not None:
 
     @_njit
     def _draws(kind, n, count, mt, pos):
-        """`count` draws of one kind (0 random(), 1 _randbelow(n)), for the self-check."""
+        """`count` draws of one kind (0 random(), 1 _randbelow(n)); the tests compare
+        them with Python's."""
         out = np.empty(count, np.float64)
         for c in range(count):
             if kind == 0:

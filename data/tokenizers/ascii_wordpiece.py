@@ -29,8 +29,6 @@ import tokenizers
 from tokenizers import models as tokenizer_models
 from tokenizers import pre_tokenizers
 
-from data import tokenization
-
 
 class AsciiWordPiece(object):
     """Token ids of lines: printable-ASCII lines in Rust, the rest through `fallback`.
@@ -104,10 +102,3 @@ def _plain_form(line, do_lower_case):
     if text.isascii() and text.isprintable():
         return text
     return None
-
-
-def check_special_tokens(vocab, vocab_file):
-    """The ids of [CLS], [SEP] and [MASK] (the vocabulary is checked first)."""
-    tokenization.check_vocab_special_tokens(vocab, vocab_file)
-    return (vocab[tokenization.CLS_TOKEN], vocab[tokenization.SEP_TOKEN],
-            vocab[tokenization.MASK_TOKEN])
