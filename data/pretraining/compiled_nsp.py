@@ -34,12 +34,17 @@ Python's after every chunk; the caller falls back to the Python path should
 either ever disagree (a future interpreter changing `random`'s algorithm,
 say). Compiled functions are cached on disk
 (``cache=True``): the first run on a machine compiles them (a few seconds),
-later runs load them.
+later runs load them. Calls into them are `termination.graceful()` blocks: a
+SIGTERM that arrives while numba loads or compiles a kernel (Python code
+inside the dispatcher, which would turn the exception into a SystemError)
+ends the run right after the call, as an ordinary termination.
 """
 
 import random
 
 import numpy as np
+
+from data import termination
 
 try:  # pragma: no cover - numba is in requirements.txt
     import numba
@@ -536,7 +541,8 @@ class ChunkInstances(object):
 
     def tfrecord_bytes(self):
         """All records framed as a TFRecord file holds them, in order (bytes)."""
-        return _frame(_CRC32C_TABLES, self.records, self.offsets).tobytes()
+        with termination.graceful():
+            return _frame(_CRC32C_TABLES, self.records, self.offsets).tobytes()
 
 
 def create_chunk_instances(rng, tokens, sent_offsets, doc_offsets, dupe_factor,
@@ -559,6 +565,16 @@ def create_chunk_instances(rng, tokens, sent_offsets, doc_offsets, dupe_factor,
       after the chunk differ from Python's (`state_matches`): then the
       caller takes the Python path.
     """
+    with termination.graceful():
+        return _create_chunk_instances(
+            rng, tokens, sent_offsets, doc_offsets, dupe_factor, max_seq_length,
+            short_seq_prob, masked_lm_prob, max_predictions_per_seq, vocab_word_ids, cls_id,
+            sep_id, mask_id)
+
+
+def _create_chunk_instances(rng, tokens, sent_offsets, doc_offsets, dupe_factor,
+                            max_seq_length, short_seq_prob, masked_lm_prob,
+                            max_predictions_per_seq, vocab_word_ids, cls_id, sep_id, mask_id):
     mt, pos = rng_state(rng)
     num_tokens = int(sent_offsets[-1])
     capacity = dupe_factor * (num_tokens // max(1, (max_seq_length - 3) // 2) +
