@@ -29,9 +29,7 @@ class TFRecordWriter(object):
         self._file = open(path, "wb")
 
     def write(self, record):
-        header = _LENGTH.pack(len(record))
-        self._file.write(b"".join((header, _CRC.pack(masked_crc32c(header)), record,
-                                   _CRC.pack(masked_crc32c(record)))))
+        self.write_all((record,))
 
     def write_all(self, records):
         """Writes the records of a list, in order (one write call)."""
