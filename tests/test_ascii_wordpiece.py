@@ -2,6 +2,7 @@
 
 import random
 
+import numpy as np
 import pytest
 
 from data import tokenization
@@ -66,7 +67,7 @@ def test_ids_equal_full_tokenizer(do_lower_case, vocab, sample_vocab_file,
     got = fast.ids(lines)
     for line, ids in zip(lines, got):
         assert ids == full.convert_tokens_to_ids(full.tokenize(line)), repr(line)
-    # Both paths were taken; accented lines take the Rust one only with lower casing.
+    # Both paths were taken; accented lines take the compiled one only with lower casing.
     assert 0.2 * len(lines) < len(fallback_lines) < 0.9 * len(lines)
     accented = "Caf\u00e9 au lait, s'il vous pla\u00eet."
     fallback_lines.clear()
@@ -81,3 +82,41 @@ def test_default_fallback_and_unknown_words(sample_vocab_file):
     assert fast.ids(lines) == [full.convert_tokens_to_ids(full.tokenize(line))
                                for line in lines]
     assert fast.ids(["y" * 500]) == [[full.vocab["[UNK]"]]]
+
+
+def _vocab_file(tmp_path, tokens):
+    path = tmp_path / "vocab.txt"
+    path.write_text("".join(token + "\n" for token in tokens), encoding="utf-8")
+    return str(path)
+
+
+def test_odd_vocabularies(tmp_path):
+    """Repeated lines (the dict's later id wins), no "##" entries at all (every
+    word longer than one piece is [UNK]), an entry that is a prefix of another,
+    non-ASCII entries, and the longest match winning over shorter ones."""
+    tokens = ["[PAD]", "[UNK]", "a", "ab", "abc", "b", "c", "ab", "xé", ".", "abcab"]
+    full = tokenization.FullTokenizer(_vocab_file(tmp_path, tokens), True)
+    assert full.vocab["ab"] == 7  # the repeated line's id
+    fast = ascii_wordpiece.AsciiWordPiece(full)
+    lines = ["ab abc abcab abca. b", "abd x c", "ABC.", ""]
+    expected = [full.convert_tokens_to_ids(full.tokenize(line)) for line in lines]
+    assert fast.ids(lines) == expected
+    assert expected[0] == [7, 4, 10, 1, 9, 5] and expected[1] == [1, 1, 6]
+    with_continuations = tokens + ["##a", "##b", "##ca", "##d"]
+    full = tokenization.FullTokenizer(_vocab_file(tmp_path, with_continuations), True)
+    fast = ascii_wordpiece.AsciiWordPiece(full)
+    expected = [full.convert_tokens_to_ids(full.tokenize(line)) for line in lines]
+    assert fast.ids(lines) == expected
+    assert expected[0][:4] == [7, 4, 10, 4]  # "abca" -> abc ##a
+
+
+def test_id_arrays_keep_line_order_across_paths(sample_vocab_file):
+    full = tokenization.FullTokenizer(sample_vocab_file, True)
+    fast = ascii_wordpiece.AsciiWordPiece(full)
+    lines = ["\u4e2d\u6587", "The baker.", "", "\u9762\u5305 bread", "opens the shop", "\u4e2d"]
+    ids, counts = fast.id_arrays(lines)
+    expected = [full.convert_tokens_to_ids(full.tokenize(line)) for line in lines]
+    assert counts.tolist() == [len(e) for e in expected]
+    assert ids.dtype == np.int32 and ids.tolist() == [i for e in expected for i in e]
+    ids, counts = fast.id_arrays([])
+    assert len(ids) == 0 and len(counts) == 0

@@ -659,4 +659,6 @@ def warm_up():
         np.arange(50, dtype=np.int32), 1, 2, 3)
     if made is not None:
         made.tfrecord_bytes()
+    from data.tokenizers import ascii_wordpiece  # pylint: disable=g-import-not-at-top
+    ascii_wordpiece.warm_up()
 

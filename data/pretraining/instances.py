@@ -67,7 +67,6 @@ serialisation gives (`data.pretraining.example_encoder`). The writer is
 """
 
 import collections
-import itertools
 import logging
 import random
 import sys
@@ -845,7 +844,7 @@ class ChunkProcessor(object):
         stats = result.stats
         lines = [decode(raw, document.path, lineno, stats)
                  for document in documents for lineno, raw in document.lines]
-        arrays = _flatten_documents(documents, self._ascii.ids(lines), stats)
+        arrays = _flatten_documents(documents, *self._ascii.id_arrays(lines), stats)
         return _PreparedChunk(chunk_index, documents, result, arrays)
 
     def finish(self, prepared):
@@ -911,16 +910,16 @@ _PreparedChunk = collections.namedtuple(
     "_PreparedChunk", ["chunk_index", "documents", "result", "arrays"])
 
 
-def _flatten_documents(documents, line_ids, stats):
+def _flatten_documents(documents, line_ids, lengths, stats):
     """`_keep_documents_with_tokens` for the compiled path, as arrays.
 
-    `line_ids`: the token ids of every line of `documents`, in order.
+    `line_ids`, `lengths`: the token ids of every line of `documents`,
+    concatenated in order, and how many each line has.
     Returns (token ids int32, sentence offsets, document offsets) of the
     non-empty lines of the documents that keep any (see
     `compiled_nsp.create_chunk_instances`); what was dropped is counted in
     `stats` with the same reasons and first locations.
     """
-    lengths = np.fromiter(map(len, line_ids), np.int64, count=len(line_ids))
     lines_per_doc = np.fromiter((len(document.lines) for document in documents), np.int64,
                                 count=len(documents))
     doc_of_line = np.repeat(np.arange(len(documents)), lines_per_doc)
@@ -946,8 +945,8 @@ def _flatten_documents(documents, line_ids, stats):
     sentences_per_doc = sentences_per_doc[sentences_per_doc > 0]
     doc_offsets = np.zeros(len(sentences_per_doc) + 1, np.int64)
     np.cumsum(sentences_per_doc, out=doc_offsets[1:])
-    token_ids = np.fromiter(itertools.chain.from_iterable(line_ids), np.int32,
-                            count=int(sent_offsets[-1]))
+    token_ids = np.asarray(line_ids, np.int32)
+    # Only lines and documents without any id are dropped, so every id stays.
     return token_ids, sent_offsets, doc_offsets
 
 
