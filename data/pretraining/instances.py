@@ -52,8 +52,8 @@ matters.
 Speed (`benchmarks/bench_data_prep.py` measures it against Google's script):
 with Google's defaults (NSP pairs, per-WordPiece masking) a chunk takes the
 compiled path (`data.pretraining.compiled_nsp`): its lines become token ids
-in bulk (`data.tokenizers.ascii_wordpiece`: printable-ASCII lines in HF
-`tokenizers`, the others through `FullTokenizer` or, for many of them, the
+in bulk (`data.tokenizers.ascii_wordpiece`: printable-ASCII lines by a
+compiled WordPiece trie walk, the others through `FullTokenizer` or, for many of them, the
 in-graph `BulkTokenizer`; `FullTokenizer`'s ids exactly), and the instances
 and their serialised records come from compiled code that makes Python's
 exact random draws, so the bytes are those of the Python path below. No
@@ -828,8 +828,8 @@ class ChunkProcessor(object):
 
         `finish(prepare(i, docs))` is `process(i, docs)`. The writer runs
         `prepare` one chunk ahead in a thread, so that a chunk's tokenization
-        (in Rust, without the GIL) overlaps the previous chunk's instances and
-        writing; the compiled path releases the GIL too.
+        overlaps the previous chunk's instances and writing (the compiled
+        kernels of both stages release the GIL).
         """
         if not self._compiled_path():
             return _PreparedChunk(chunk_index, documents, None, None)
