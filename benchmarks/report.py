@@ -123,9 +123,18 @@ def training_table():
     dates = {r["config"]["size"]: r.get("timestamp", "")[:10] for r in runs}
     when = "; ".join("%s: %d rounds, %s" % (size.replace("bert_", "BERT-"), n, dates[size])
                      for size, n in rounds.items())
+    # Sizes measured on different machines (a later --only run elsewhere) name
+    # each size's machine; else the one machine.
+    machines = collections.OrderedDict()
+    for record in runs:
+        machines[record["config"]["size"]] = _machine_line(record)
+    if len({line.rsplit(";", 1)[0] for line in machines.values()}) > 1:
+        machine_text = " ".join("%s: %s" % (size.replace("bert_", "BERT-"), line)
+                                for size, line in machines.items())
+    else:
+        machine_text = _machine_line(runs[-1])
     return "\n".join(lines) + "\n\nseq/s is the median over rounds of each round's median " \
-        "step; each model's rows come from one run (%s). " % when \
-        + _machine_line(runs[-1])
+        "step; each model's rows come from one run (%s). " % when + machine_text
 
 
 def inference_table():

@@ -61,6 +61,16 @@ def test_training_table_uses_the_latest_run_and_ratios_to_the_best_peer(tmp_path
     assert "| 3.60 | 1.20x |" in [r for r in base if "this project" in r][0]
     assert "(BERT-tiny: 1 rounds, 2026-12-01; BERT-base: 3 rounds, 2026-11-30)" in table
     assert table.index("| BERT-tiny") < table.index("| BERT-base")
+    assert table.count("Machine:") == 1  # the same machine for both sizes
+
+    # BERT-tiny re-measured on another machine: each size names its own.
+    for record in records[-2:]:
+        record["machine"] = {"cpu_model": "Other CPU", "cores": 2, "cpu_flags": {"avx2": True}}
+    (tmp_path / "bench_training.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in records))
+    table = report.training_table()
+    assert "BERT-tiny: Machine: Other CPU, 2 cores, CPU flags avx2;" in table
+    assert "BERT-base: Machine: Test CPU, 2 cores, CPU flags avx512_bf16;" in table
 
 
 def test_readme_has_every_table_marker_and_replacement_keeps_the_rest():
