@@ -69,14 +69,8 @@ if numba is not None:
     def _child(keys, children, mask, node, byte):
         """The child of `node` along `byte`, or -1."""
         key = node * 256 + byte
-        h = ((key * _HASH_MULTIPLIER) >> _HASH_SHIFT) & mask
-        while True:
-            stored = keys[h]
-            if stored == key:
-                return children[h]
-            if stored == -1:
-                return -1
-            h = (h + 1) & mask
+        h = _slot(keys, mask, key)
+        return children[h] if keys[h] == key else -1
 
     @_njit
     def _build_trie(data, offsets, ids, table_size):
@@ -97,9 +91,7 @@ if numba is not None:
             node = 0
             for p in range(offsets[k], offsets[k + 1]):
                 key = node * 256 + data[p]
-                h = ((key * _HASH_MULTIPLIER) >> _HASH_SHIFT) & mask
-                while keys[h] != -1 and keys[h] != key:
-                    h = (h + 1) & mask
+                h = _slot(keys, mask, key)
                 if keys[h] == -1:
                     keys[h] = key
                     children[h] = nodes
@@ -205,11 +197,10 @@ class AsciiWordPiece(object):
         self._max_chars = int(wordpiece.max_input_chars_per_word)
         self._fallback = fallback
         self._trie = None
-        entries = [token for token in self.vocab if token.isascii() and token]
-        if numba is not None and sum(map(len, entries)) < _MAX_TRIE_BYTES:
-            entries = [(token.encode("ascii"), index) for token, index in self.vocab.items()
-                       if token.isascii() and token]
-            data = np.frombuffer(b"".join(e[0] for e in entries), np.uint8)
+        entries = [(token.encode("ascii"), index) for token, index in self.vocab.items()
+                   if token.isascii() and token]
+        data = np.frombuffer(b"".join(e[0] for e in entries), np.uint8)
+        if numba is not None and len(data) < _MAX_TRIE_BYTES:
             offsets = np.zeros(len(entries) + 1, np.int64)
             np.cumsum([len(e[0]) for e in entries], out=offsets[1:])
             ids = np.array([e[1] for e in entries], np.int32)
