@@ -120,3 +120,19 @@ def test_id_arrays_keep_line_order_across_paths(sample_vocab_file):
     assert ids.dtype == np.int32 and ids.tolist() == [i for e in expected for i in e]
     ids, counts = fast.id_arrays([])
     assert len(ids) == 0 and len(counts) == 0
+
+
+def test_vocabulary_too_large_for_the_trie_takes_the_fallback(sample_vocab_file, monkeypatch):
+    monkeypatch.setattr(ascii_wordpiece, "_MAX_TRIE_BYTES", 10)
+    full = tokenization.FullTokenizer(sample_vocab_file, True)
+    seen = []
+
+    def fallback(batch):
+        seen.extend(batch)
+        return [full.tokenize(line) for line in batch]
+
+    fast = ascii_wordpiece.AsciiWordPiece(full, fallback=fallback)
+    lines = ["The baker opens the shop.", "\u4e2d\u6587 and more", ""]
+    assert fast.ids(lines) == [full.convert_tokens_to_ids(full.tokenize(line))
+                               for line in lines]
+    assert seen == lines
