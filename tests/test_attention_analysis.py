@@ -6,7 +6,6 @@ import json
 import math
 import os
 import struct
-import subprocess
 import sys
 
 import keras
@@ -14,6 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import script_runner
 from data import tokenization
 from data.processors.base import DataError
 from modeling import bert as config_lib
@@ -244,7 +244,7 @@ def test_script_writes_statistics_json_pngs_and_tensorboard(tiny, tmp_path, samp
     texts = ["The dog runs to the river.", "A cat reads a book. ||| The old tree, the sea."]
     (tmp_path / "texts.txt").write_text("\n".join(texts) + "\n\n", encoding="utf-8")
     out = tmp_path / "stats"
-    result = subprocess.run(
+    result = script_runner.run(
         [sys.executable, os.path.join(REPO_ROOT, "run", "analyze_attention.py"), "--mode=stats",
          "--input_file=%s" % (tmp_path / "texts.txt"), "--output_dir=%s" % out,
          "--bert_config_file=%s" % (model_dir / "bert_config.json"),

@@ -17,8 +17,8 @@ Each case runs a script of `run/` on one mistake a user makes and checks what
   run left is swept by the next one;
 * nothing hangs: every subprocess has a timeout, so a hang fails its case.
 
-Each subprocess pays TensorFlow's import (~4 s), so the cases run two at a
-time: a module fixture runs every selected case function in a pool of two
+Scripts run forked from a server that has imported TensorFlow already
+(`script_runner`, `zygote.py`), and the cases run two at a time: a module fixture runs every selected case function in a pool of two
 threads, and `test_script[case]` reports that case's outcome (its own
 assertion, with its traceback). Shared artefacts (a tiny config, a
 pretraining TFRecord, a Google-format checkpoint) are built once, in this
@@ -42,6 +42,8 @@ import time
 import numpy as np
 import pytest
 import tensorflow as tf
+
+import script_runner
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUN_DIR = os.path.join(REPO_ROOT, "run")
@@ -111,7 +113,7 @@ def _leftovers(directory, lock=True):
 
 def _dead_pid():
     """The pid of a process that has exited (and been reaped)."""
-    proc = subprocess.Popen(["true"])
+    proc = script_runner.Popen(["true"])
     proc.wait()
     return proc.pid
 
@@ -131,7 +133,7 @@ def run_script(script, args, inputs=(), outputs=(), timeout=TIMEOUT):
         directory or run lock afterwards.
     """
     before = _hashes(inputs)
-    result = subprocess.run(_command(script, args), capture_output=True, text=True,
+    result = script_runner.run(_command(script, args), capture_output=True, text=True,
                             timeout=timeout, env=ENV)
     after = _hashes(inputs)
     changed = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
@@ -308,7 +310,7 @@ def _start_writing_and_wait_for_temporary(ctx, out_dir):
             "--log_examples=0"]
     stdout = open(ctx.path("stdout.txt"), "w")
     stderr = open(ctx.path("stderr.txt"), "w")
-    proc = subprocess.Popen(_command("create_pretraining_data", args), stdout=stdout,
+    proc = script_runner.Popen(_command("create_pretraining_data", args), stdout=stdout,
                             stderr=stderr, env=ENV)
     stdout.close()
     stderr.close()
@@ -439,7 +441,7 @@ def sigkill_leaves_a_temporary_that_the_next_run_sweeps(ctx):
     result = _finished(proc, ctx)
     assert result.returncode == -signal.SIGKILL
     left = _temporaries(out_dir)
-    assert left == temporaries and "-%d-" % proc.pid in os.path.basename(left[0]), left
+    assert left == temporaries and "-%d-" % proc.script_pid in os.path.basename(left[0]), left
     assert not os.path.exists(output)
     # The same command again (on a small input): the dead run's temporary goes.
     result = run_script("create_pretraining_data",

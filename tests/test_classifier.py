@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import script_runner
 from data import processors
 from data import tf_example
 from modeling import checkpoints
@@ -310,7 +311,7 @@ def test_trainer_predict_under_two_workers_gives_every_worker_all_outputs_in_ord
     for index in range(2):
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="",
                    TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}))
-        procs.append(subprocess.Popen([sys.executable, str(script), path, str(tmp_path / "m")],
+        procs.append(script_runner.Popen([sys.executable, str(script), path, str(tmp_path / "m")],
                                       env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                       text=True))
     outputs = []

@@ -12,13 +12,13 @@ import json
 import math
 import os
 import re
-import subprocess
 import sys
 
 import keras
 import numpy as np
 import pytest
 
+import script_runner
 from data import tokenization
 from modeling import bert as config_lib
 from modeling import recipes
@@ -227,7 +227,7 @@ def test_probe_cloze_script_on_a_google_checkpoint(tiny, tmp_path, sample_vocab_
     prefix = checkpoints.save_google_checkpoint(model, str(model_dir / "bert_model.ckpt"))
     facts_file = os.path.join(CLOZE_DIR, "zh.tsv")
     out = tmp_path / "report.json"
-    result = subprocess.run(
+    result = script_runner.run(
         [sys.executable, os.path.join(REPO_ROOT, "run", "probe_cloze.py"),
          "--bert_config_file=%s" % (model_dir / "bert_config.json"),
          "--vocab_file=%s" % sample_vocab_file, "--init_checkpoint=%s" % prefix,
@@ -247,7 +247,7 @@ def test_probe_cloze_script_on_a_google_checkpoint(tiny, tmp_path, sample_vocab_
     assert written["precision_at_1"] == 0.0
     bad = tmp_path / "bad.tsv"
     bad.write_text(u"ok [MASK].\tok\nbroken line\n", encoding="utf-8")
-    result = subprocess.run(
+    result = script_runner.run(
         [sys.executable, os.path.join(REPO_ROOT, "run", "probe_cloze.py"),
          "--bert_config_file=%s" % (model_dir / "bert_config.json"),
          "--vocab_file=%s" % sample_vocab_file, "--init_checkpoint=%s" % prefix,

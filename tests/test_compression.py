@@ -2,7 +2,6 @@
 
 import json
 import os
-import subprocess
 import sys
 
 import keras
@@ -10,6 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import script_runner
 from modeling import bert as config_lib
 from modeling.analysis import compression
 from modeling.tasks import classification
@@ -223,7 +223,7 @@ def test_compress_classifier_script(classifier, tmp_path):
     examples = _examples(classifier, count=8, seed=5)
     _write_records(model_dir / "eval.tf_record", examples)
     out = tmp_path / "compression.json"
-    result = subprocess.run(
+    result = script_runner.run(
         [sys.executable, os.path.join(REPO_ROOT, "run", "compress_classifier.py"),
          "--bert_config_file=%s" % (model_dir / "bert_config.json"),
          "--model_dir=%s" % model_dir, "--max_seq_length=%d" % LENGTH,

@@ -8,13 +8,13 @@ model, the checkpoint load, and the extracted vectors against the network.
 import dataclasses
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+import script_runner
 from data import processors as processors_lib
 from modeling import checkpoints
 from modeling.elmo import ElmoConfig
@@ -197,7 +197,7 @@ def test_extract_features_match_the_network(bilm, tmp_path):
     inputs = tmp_path / "in.txt"
     inputs.write_text("the cow walks .\n", encoding="utf-8")
     out = tmp_path / "features.jsonl"
-    subprocess.run([sys.executable, os.path.join(ROOT, "run", "extract_features.py"),
+    script_runner.run([sys.executable, os.path.join(ROOT, "run", "extract_features.py"),
                     "--model_family=elmo", "--input_file=%s" % inputs,
                     "--output_file=%s" % out, "--vocab_file=%s" % VOCAB,
                     "--bert_config_file=%s" % options, "--init_checkpoint=%s" % output_dir,

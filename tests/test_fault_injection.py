@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import script_runner
 from data.pretraining import instances as pretraining_data
 from data.pretraining import writer as pretraining_writer
 
@@ -89,7 +90,7 @@ def _leftovers(output_dir):
 def _reference(job_files):
     base, record, config = job_files
     out = str(base / "reference")
-    result = subprocess.run(_command(record, config, out), capture_output=True, text=True,
+    result = script_runner.run(_command(record, config, out), capture_output=True, text=True,
                             timeout=600, env=_env())
     assert result.returncode == 0, result.stderr[-3000:]
     return _weights(out)
@@ -165,7 +166,7 @@ def _killed_run(job_files, sig):
         before = tf.train.latest_checkpoint(out) if os.path.isdir(out) else None
         log_path = str(base / ("%s_%d.log" % (sig.name, attempt)))
         with open(log_path, "w") as log:
-            proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=_env())
+            proc = script_runner.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=_env())
             if kills < KILLS:
                 status = _kill_at_random_moment(proc, sig, out, rng, during_start=kills % 3 == 0)
                 kills += status is not None and status != 0

@@ -9,7 +9,6 @@ NumPy float64 forward pass over HF's state dict.
 import json
 import math
 import os
-import subprocess
 import sys
 
 import keras
@@ -20,6 +19,7 @@ import tensorflow as tf
 import torch
 import transformers
 
+import script_runner
 from data.pretraining import causal_packing
 from data.tokenizers import byte_bpe
 from modeling import checkpoints
@@ -368,7 +368,7 @@ def test_filter_logits():
 
 
 def _run_generate(*args):
-    return subprocess.run(
+    return script_runner.run(
         [sys.executable, os.path.join(REPO_ROOT, "run", "generate.py")] + list(args),
         capture_output=True, text=True, timeout=300,
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES=""))

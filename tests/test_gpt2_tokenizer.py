@@ -5,7 +5,6 @@ the bundled vocabulary is what run/create_vocab.py makes."""
 import json
 import os
 import random
-import subprocess
 import sys
 import unicodedata
 
@@ -13,6 +12,7 @@ import pytest
 import regex
 import tensorflow as tf
 
+import script_runner
 from data.tokenizers import byte_bpe
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -164,7 +164,7 @@ def test_bad_files_name_the_file(tmp_path):
 def test_bundled_vocab_is_what_the_tool_makes(tmp_path, sample_corpus_files):
     """data/sample/gpt2/{vocab.json,merges.txt} are reproducible with run/create_vocab.py."""
     vocab, merges = tmp_path / "vocab.json", tmp_path / "merges.txt"
-    result = subprocess.run(
+    result = script_runner.run(
         [sys.executable, os.path.join(REPO_ROOT, "run", "create_vocab.py"),
          "--vocab_type=byte_bpe", "--input_file=%s" % ",".join(sample_corpus_files),
          "--vocab_file=%s" % vocab, "--merges_file=%s" % merges, "--vocab_size=3000"],
@@ -185,7 +185,7 @@ def test_bundled_vocab_is_what_the_tool_makes(tmp_path, sample_corpus_files):
 
 
 def test_create_vocab_byte_bpe_needs_merges_file(tmp_path, sample_corpus_files):
-    result = subprocess.run(
+    result = script_runner.run(
         [sys.executable, os.path.join(REPO_ROOT, "run", "create_vocab.py"),
          "--vocab_type=byte_bpe", "--input_file=%s" % sample_corpus_files[0],
          "--vocab_file=%s" % (tmp_path / "v.json")],

@@ -20,12 +20,12 @@ Budgets, fixed before any run (the suite's time limit, not tuning):
 import json
 import os
 import random
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 
+import script_runner
 from modeling import recipes
 from modeling.recipes import pretraining
 
@@ -124,7 +124,7 @@ def test_run_classifier_fine_tunes_gpt_on_held_out_multiple_choice(pretrained, t
         "--do_train", "--do_eval", "--do_predict", "--seed=3", "--log_steps=50",
         "--output_dir=%s" % output,
     ]
-    process = subprocess.run(command, capture_output=True, text=True, cwd=REPO_ROOT,
+    process = script_runner.run(command, capture_output=True, text=True, cwd=REPO_ROOT,
                              timeout=600)
     assert process.returncode == 0, process.stderr[-3000:]
     results = {}

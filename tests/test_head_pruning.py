@@ -12,7 +12,6 @@ rejects bad LAYER:HEAD values in one line. No learning is claimed here.
 
 import json
 import os
-import subprocess
 import sys
 
 import keras
@@ -20,6 +19,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import script_runner
 from modeling import checkpoints
 from modeling.analysis import heads
 from modeling.bert import BertConfig
@@ -253,7 +253,7 @@ def test_script_end_to_end_and_bad_values(tmp_path):
     (model_dir / "vocab.txt").write_text("".join(w + "\n" for w in VOCAB))
     common = _script_flags(tmp_path, model_dir, "bert_config.json", ("train.tsv", "dev.tsv"))
     out = tmp_path / "pruned"
-    result = subprocess.run([sys.executable, SCRIPT] + common + [
+    result = script_runner.run([sys.executable, SCRIPT] + common + [
         "--heads_to_prune=0:1,1:0,1:3", "--output_dir=%s" % out],
         capture_output=True, text=True, timeout=120, env=_env())
     assert result.returncode == 0, result.stderr
@@ -274,7 +274,7 @@ def test_script_end_to_end_and_bad_values(tmp_path):
         fresh(features, training=False)["logits"].numpy(),
         heads.prune_heads(model, [(0, 1), (1, 0), (1, 3)])(features, training=False)[
             "logits"].numpy(), atol=1e-6)
-    bad = subprocess.run([sys.executable, SCRIPT] + common + [
+    bad = script_runner.run([sys.executable, SCRIPT] + common + [
         "--heads_to_prune=0:1,0:9", "--output_dir=%s" % (tmp_path / "bad")],
         capture_output=True, text=True, timeout=120, env=_env())
     assert bad.returncode == 1 and "Traceback" not in bad.stderr
@@ -521,7 +521,7 @@ def test_albert_script_end_to_end_and_partial_entry(tmp_path):
     common = ["--model_family=albert"] + _script_flags(tmp_path, model_dir, "albert_config.json",
                                                         ("dev.tsv",))
     out = tmp_path / "pruned"
-    result = subprocess.run([sys.executable, SCRIPT] + common + [
+    result = script_runner.run([sys.executable, SCRIPT] + common + [
         "--heads_to_prune=*:3,1", "--output_dir=%s" % out],
         capture_output=True, text=True, timeout=120, env=_env())
     assert result.returncode == 0, result.stderr

@@ -3,7 +3,6 @@
 
 import json
 import os
-import subprocess
 import sys
 
 import keras
@@ -11,6 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import script_runner
 from data import tokenization
 from modeling import bert as config_lib
 from modeling.serving import inference
@@ -142,7 +142,7 @@ def test_extract_features_layers_and_pooling(tiny):
 
 
 def _run(script, args):
-    result = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "run", script)] + args,
+    result = script_runner.run([sys.executable, os.path.join(REPO_ROOT, "run", script)] + args,
                             capture_output=True, text=True, timeout=180,
                             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
     assert result.returncode == 0, result.stderr[-3000:]
@@ -196,7 +196,7 @@ def test_scripts_from_a_google_checkpoint(tmp_path, tiny, sample_vocab_file):
 
 
 def test_predict_masked_refuses_contradicting_casing(tmp_path, sample_vocab_file):
-    result = subprocess.run(
+    result = script_runner.run(
         [sys.executable, os.path.join(REPO_ROOT, "run", "predict_masked.py"),
          "--bert_config_file=x.json", "--vocab_file=%s" % sample_vocab_file,
          "--init_checkpoint=/models/uncased_L-12_H-768_A-12/bert_model.ckpt",

@@ -14,13 +14,13 @@ import hashlib
 import os
 import pickle
 import random
-import subprocess
 import sys
 
 import jieba
 import pytest
 import tensorflow as tf
 
+import script_runner
 from data import corpus
 from data.pretraining import masking
 from data.pretraining import instances as pretraining_data
@@ -272,7 +272,7 @@ def test_chinese_whole_word_masking_masks_jieba_words(sample_vocab_file, per_uni
 def test_writer_with_chinese_word_segmentation_masks_whole_jieba_words(
         tmp_path, sample_vocab_file):
     out = os.path.join(str(tmp_path), "zh.tfrecord")
-    result = subprocess.run(
+    result = script_runner.run(
         [sys.executable, os.path.join(REPO_ROOT, "run", "create_pretraining_data.py"),
          "--input_file=%s" % SAMPLE_ZH, "--output_file=%s" % out,
          "--vocab_file=%s" % sample_vocab_file, "--masking=whole_word",

@@ -37,6 +37,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import script_runner
 from data import tokenization
 from modeling import recipes
 from modeling import registry
@@ -422,7 +423,6 @@ def test_detokenize_joins_pieces_and_chinese_characters():
 
 
 def test_run_translation_script_reports_a_bad_line_in_one_line(tmp_path):
-    import subprocess  # pylint: disable=g-import-not-at-top
     import sys  # pylint: disable=g-import-not-at-top
     config = tmp_path / "mass_config.json"
     MassConfig(vocab_size=2577, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
@@ -431,10 +431,11 @@ def test_run_translation_script_reports_a_bad_line_in_one_line(tmp_path):
     pairs.write_text("Hello.\t你好。\nGood night. 晚安。\n", encoding="utf-8")
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
     env.pop("TF_CPP_MIN_LOG_LEVEL", None)
-    result = subprocess.run(
+    result = script_runner.run(
         [sys.executable, os.path.join(REPO_ROOT, "run", "run_translation.py"),
          "--output_dir=%s" % (tmp_path / "out"), "--config_file=%s" % config,
-         "--parallel_file=%s" % pairs], capture_output=True, text=True, timeout=120, env=env)
+         "--parallel_file=%s" % pairs], capture_output=True, text=True, timeout=120, env=env,
+        fork=False)  # a real start: what the user sees while TensorFlow loads
     assert result.returncode == 1, result.stderr[-2000:]
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert lines == ["run_translation: error: %s:2: expected source<TAB>target (one tab, "

@@ -4,11 +4,11 @@ import collections
 import json
 import math
 import os
-import subprocess
 import sys
 
 import pytest
 
+import script_runner
 from data import multilingual
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -83,7 +83,7 @@ def test_resampling_writes_whole_documents_in_the_smoothed_shares(tmp_path):
 def test_scripts_on_the_bundled_english_and_chinese_halves(tmp_path):
     inputs = ",".join(os.path.join(ROOT, "data", "sample", name)
                       for name in ("sample_en.txt", "sample_zh.txt"))
-    subprocess.run([sys.executable, os.path.join(ROOT, "run", "resample_languages.py"),
+    script_runner.run([sys.executable, os.path.join(ROOT, "run", "resample_languages.py"),
                     "--input_file=" + inputs, "--languages=en,zh",
                     "--output_dir=%s" % (tmp_path / "corpus")], check=True, cwd=ROOT,
                    capture_output=True)
@@ -95,7 +95,7 @@ def test_scripts_on_the_bundled_english_and_chinese_halves(tmp_path):
     # The smaller half gains share: q moves towards uniform.
     small = min(sizes, key=sizes.get)
     assert report["p"][small] < report["q"][small] < 0.5
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "run", "create_vocab.py"),
+    out = script_runner.run([sys.executable, os.path.join(ROOT, "run", "create_vocab.py"),
                           "--input_file=" + inputs, "--languages=en,zh",
                           "--language_sampling_alpha=0.7", "--vocab_size=1500",
                           "--vocab_file=%s" % (tmp_path / "vocab.txt")], cwd=ROOT,

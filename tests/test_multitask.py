@@ -10,13 +10,13 @@ import json
 import math
 import os
 import random
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+import script_runner
 from data import multitask as data_lib
 from data import tokenization
 from modeling import bert as config_lib
@@ -551,7 +551,7 @@ def test_multitask_run_learns_three_tasks_on_held_out_data_and_its_encoder_loads
 def test_script_reports_a_bad_task_list_in_one_line(tmp_path, bert_files):
     path = _task_list(tmp_path, [dict(CLASSIFICATION_ENTRY, head="sentiment")])
     os.makedirs(tmp_path / "colour")
-    proc = subprocess.run(
+    proc = script_runner.run(
         [sys.executable, SCRIPT, "--task_list_file=" + path, "--do_train",
          "--vocab_file=%s" % (bert_files / "vocab.txt"),
          "--bert_config_file=%s" % (bert_files / "bert_config.json"),

@@ -8,13 +8,13 @@ sentences come from templates the training file never uses.
 import itertools
 import os
 import random
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+import script_runner
 from data import tokenization
 from data.processors import conll
 from data.processors.base import DataError
@@ -365,7 +365,7 @@ def test_script_reports_a_bad_line_in_one_line(tmp_path, bert_files):
     data_dir = tmp_path / "data"
     data_dir.mkdir()
     (data_dir / "train.txt").write_text("John B-PER\nvisited O\n\nParis\n")
-    result = subprocess.run(
+    result = script_runner.run(
         [sys.executable, SCRIPT, "--do_train", "--data_dir=%s" % data_dir,
          "--output_dir=%s" % (tmp_path / "out"), "--vocab_file=%s" % (bert_files / "vocab.txt"),
          "--bert_config_file=%s" % (bert_files / "bert_config.json"), "--max_seq_length=16"],

@@ -3,7 +3,6 @@ gradient accumulation, and the tf.distribute contract."""
 
 import json
 import os
-import subprocess
 import sys
 import textwrap
 
@@ -12,6 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import script_runner
 from modeling.bert import BertEncoder
 from modeling.training.optimization import (
     AdamWeightDecay,
@@ -486,7 +486,7 @@ def test_mirrored_strategy_matches_single_device():
     wrapper for float16 training) give the one-device update."""
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""),
                TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-    proc = subprocess.run(
+    proc = script_runner.run(
         [sys.executable, "-c", _DISTRIBUTED_SCRIPT], cwd=REPO, env=env,
         capture_output=True, text=True, timeout=300,
     )

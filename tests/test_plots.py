@@ -8,7 +8,6 @@ that drew the wrong column, order or formula fails here.
 
 import json
 import os
-import subprocess
 import sys
 
 from matplotlib import image as mpimg
@@ -16,6 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import script_runner
 from modeling.analysis import plots
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -167,7 +167,7 @@ def test_cue_script_writes_its_picture_by_default(tmp_path):
         "sentence\tlabel\nit is not good\tneg\nnot a fine day\tneg\na good day\tpos\n"
         "it is fine\tpos\n")
     out = tmp_path / "cues"
-    done = subprocess.run(
+    done = script_runner.run(
         [sys.executable, os.path.join(ROOT, "run", "analyze_shortcuts.py"), "--mode=arct_cues",
          "--task_name=generic", "--data_dir=%s" % data, "--ngram_orders=1",
          "--output_dir=%s" % out], capture_output=True, text=True, cwd=ROOT, timeout=300,

@@ -5,13 +5,13 @@ import collections
 import glob
 import os
 import random
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+import script_runner
 from data import corpus
 from data import input_pipeline
 from data.pretraining import instances as pretraining_data
@@ -497,7 +497,7 @@ def test_failure_midway_leaves_previous_output_intact(tmp_path, sample_vocab_fil
 
 def test_script_reports_bad_input_without_traceback(tmp_path, sample_vocab_file):
     out = os.path.join(str(tmp_path), "out.tfrecord")
-    result = subprocess.run(
+    result = script_runner.run(
         [sys.executable, os.path.join(REPO_ROOT, "run", "create_pretraining_data.py"),
          "--input_file=%s" % os.path.join(str(tmp_path), "missing_*.txt"),
          "--output_file=%s" % out, "--vocab_file=%s" % sample_vocab_file],

@@ -9,13 +9,13 @@ dev files hold sentences the training files do not.
 import os
 import random
 import re
-import subprocess
 import sys
 
 import keras
 import numpy as np
 import pytest
 
+import script_runner
 from modeling import checkpoints
 from modeling import bert as config_lib
 from modeling import objectives
@@ -36,7 +36,7 @@ def _env():
 
 
 def _run(args, timeout=240):
-    return subprocess.run([sys.executable, SCRIPT] + args, capture_output=True, text=True,
+    return script_runner.run([sys.executable, SCRIPT] + args, capture_output=True, text=True,
                           timeout=timeout, env=_env())
 
 

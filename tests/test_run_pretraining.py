@@ -9,6 +9,8 @@ import time
 
 import pytest
 
+import script_runner
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(REPO_ROOT, "run", "run_pretraining.py")
 # A very small demo job: the defaults of the demo mode, scaled down.
@@ -34,7 +36,7 @@ def test_killed_run_resumes_from_its_last_checkpoint(tmp_path):
     out = str(tmp_path / "run")
     cmd = [sys.executable, SCRIPT, "--output_dir=%s" % out, "--save_checkpoints_steps=10"] + SMALL
     log = open(str(tmp_path / "first.log"), "w")
-    proc = subprocess.Popen(cmd + ["--num_train_steps=100000"], stdout=log,
+    proc = script_runner.Popen(cmd + ["--num_train_steps=100000"], stdout=log,
                             stderr=subprocess.STDOUT, env=_env())
     try:
         deadline = time.time() + 240
@@ -51,7 +53,7 @@ def test_killed_run_resumes_from_its_last_checkpoint(tmp_path):
     assert saved and saved[-1] >= 20
     last = saved[-1]
 
-    result = subprocess.run(cmd + ["--num_train_steps=%d" % (last + 10)],
+    result = script_runner.run(cmd + ["--num_train_steps=%d" % (last + 10)],
                             capture_output=True, text=True, timeout=300, env=_env())
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-3000:]
@@ -71,7 +73,7 @@ def test_killed_run_resumes_from_its_last_checkpoint(tmp_path):
 
 
 def test_bad_flags_give_clear_errors(tmp_path):
-    result = subprocess.run(
+    result = script_runner.run(
         [sys.executable, SCRIPT, "--input_file=%s" % (tmp_path / "none-*.tfrecord"),
          "--output_dir=%s" % (tmp_path / "o"), "--bert_config_file=%s" % (tmp_path / "c.json"),
          "--do_train"], capture_output=True, text=True, timeout=120, env=_env())
@@ -79,7 +81,7 @@ def test_bad_flags_give_clear_errors(tmp_path):
     assert "c.json" in result.stderr
     assert "Traceback" not in result.stderr
     # Held-out files without training files: the demo holds out its own.
-    result = subprocess.run(
+    result = script_runner.run(
         [sys.executable, SCRIPT, "--eval_input_file=%s" % (tmp_path / "e.tfrecord"),
          "--output_dir=%s" % (tmp_path / "o2")], capture_output=True, text=True, timeout=120,
         env=_env())
@@ -121,7 +123,7 @@ def test_own_data_with_held_out_eval_files_and_a_user_recipe(tmp_path):
                       '"max_position_embeddings": 32}'
                       % sum(1 for _ in open(os.path.join(SAMPLE_DIR, "vocab.txt"))))
     out = str(tmp_path / "run")
-    result = subprocess.run(
+    result = script_runner.run(
         [sys.executable, SCRIPT, "--input_file=%s" % files["train"],
          "--eval_input_file=%s" % files["eval"], "--output_dir=%s" % out,
          "--bert_config_file=%s" % config, "--recipe=%s" % recipe,

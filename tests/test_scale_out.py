@@ -22,6 +22,7 @@ import types
 import pytest
 import tensorflow as tf
 
+import script_runner
 from data import input_pipeline
 from data import tokenization
 from modeling.recipes import pretraining
@@ -134,7 +135,7 @@ def test_bad_data_service_values_are_one_line_errors(tmp_path):
 
 
 def test_scripts_name_the_bad_flag_on_one_line(tmp_path):
-    result = subprocess.run(
+    result = script_runner.run(
         [sys.executable, os.path.join(REPO_ROOT, "run", "run_pretraining.py"),
          "--output_dir=%s" % (tmp_path / "o"), "--data_service_address=localhost:5050"],
         capture_output=True, text=True, timeout=180,
@@ -234,7 +235,7 @@ def test_resume_skips_what_the_local_pipeline_skips(service, record_files):
 
 def _start_server_script(tmp_path, name, *args):
     log = tmp_path / ("%s.log" % name)
-    proc = subprocess.Popen(
+    proc = script_runner.Popen(
         [sys.executable, os.path.join(REPO_ROOT, "run", "data_service.py")] + list(args),
         stdout=open(str(log), "w"), stderr=subprocess.STDOUT,
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES=""))

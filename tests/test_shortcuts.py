@@ -8,18 +8,19 @@ sub-case, and the per-heuristic evaluation against hand-computed accuracies.
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
+import script_runner
 from data import processors
 from data.probing import arct
 from data.probing import hans
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "run", "analyze_shortcuts.py")
-# The script's own quiet start is part of what is checked (no TF_CPP_MIN_LOG_LEVEL).
+# The script's own quiet start is part of what is checked (no TF_CPP_MIN_LOG_LEVEL;
+# a real start, fork=False, where standard error is compared line by line).
 RUN = dict(capture_output=True, text=True, cwd=ROOT, timeout=300,
            env={k: v for k, v in dict(os.environ, CUDA_VISIBLE_DEVICES="").items()
                 if k != "TF_CPP_MIN_LOG_LEVEL"})
@@ -372,7 +373,7 @@ def test_evaluate_hans_on_hand_made_predictions(tmp_path):
 
 def test_script_generates_and_refuses_bad_input_in_one_line(tmp_path):
     out = tmp_path / "hans"
-    done = subprocess.run([sys.executable, SCRIPT, "--mode=hans_generate", "--per_template=1",
+    done = script_runner.run([sys.executable, SCRIPT, "--mode=hans_generate", "--per_template=1",
                            "--output_dir=%s" % out], **RUN)
     assert done.returncode == 0, done.stderr
     assert "30 pairs" in done.stdout
@@ -381,9 +382,9 @@ def test_script_generates_and_refuses_bad_input_in_one_line(tmp_path):
         (e.premise, e.hypothesis, e.label) for e in hans.generate(1, seed=0)]
     assert os.path.isfile(out / "test_matched.tsv")
     (tmp_path / "short.tsv").write_text("0.1\t0.8\t0.1\n")
-    done = subprocess.run([sys.executable, SCRIPT, "--mode=hans_evaluate", "--input=%s" % out,
+    done = script_runner.run([sys.executable, SCRIPT, "--mode=hans_evaluate", "--input=%s" % out,
                            "--predictions_file=%s" % (tmp_path / "short.tsv"),
-                           "--output_dir=%s" % out], **RUN)
+                           "--output_dir=%s" % out], fork=False, **RUN)
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [
         "analyze_shortcuts: error: --predictions_file=%s has 1 rows, --input=%s 30 examples: "

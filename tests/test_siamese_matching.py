@@ -2,13 +2,13 @@
 
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 import keras
 
+import script_runner
 from modeling import checkpoints
 from data.processors import pairs
 from modeling import bert as config_lib
@@ -148,7 +148,7 @@ def test_build_index_and_match_scripts(model_files):
         "%s %s/match.py --index_file=%s --query_file=%s --top_k=2 --output_file=%s"
         % (py, run, index, model_files / "queries.txt", model_files / "hits.jsonl"),
     ])
-    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True,
+    out = script_runner.run(["bash", "-c", script], capture_output=True, text=True,
                          cwd=str(model_files))
     assert out.returncode == 0, out.stderr[-2000:]
     assert "Wrote 8 16-dim vectors (mean, cosine)" in out.stdout

@@ -15,12 +15,12 @@ doc_stride 8, so decoding across windows is part of the run.
 import json
 import os
 import random
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 
+import script_runner
 from modeling import bert as config_lib
 from modeling import registry
 from modeling.tasks import span_qa
@@ -189,7 +189,7 @@ def test_learns_to_answer_held_out_questions(model_files):
 
 def test_the_script_refuses_a_bad_flag_with_one_line(model_files):
     _dataset(model_files / "x.json", 2, seed=0, held_out=False)
-    result = subprocess.run(
+    result = script_runner.run(
         [sys.executable, SCRIPT, "--do_train", "--train_file=%s" % (model_files / "x.json"),
          "--bert_config_file=%s" % (model_files / "bert_config.json"),
          "--vocab_file=%s" % (model_files / "vocab.txt"),

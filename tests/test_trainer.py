@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import script_runner
 from data import tf_example as example_proto
 from data import input_pipeline
 from modeling import bert as config_lib
@@ -258,7 +259,7 @@ def test_two_process_multi_worker_trains_and_resumes(tmp_path, synthetic_file):
             env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="",
                        TF_CONFIG=json.dumps({"cluster": cluster,
                                              "task": {"type": "worker", "index": index}}))
-            procs.append(subprocess.Popen(
+            procs.append(script_runner.Popen(
                 [sys.executable, worker, model_dir, synthetic_file, str(steps)],
                 env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
         outputs = []

@@ -9,13 +9,13 @@ baseline on held-out documents (pre-training by 0.2 nats, the fine-tune by
 
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+import script_runner
 from data import tokenization
 from data.pretraining import masking
 from modeling import recipes
@@ -298,14 +298,14 @@ def test_generate_script_decodes_with_unilm(finetuned, tmp_path):
             "--config_file=" + os.path.join(output_dir, "bert_config.json"),
             "--vocab_file=" + VOCAB, "--input_file=" + str(sources),
             "--output_file=" + str(out), "--max_new_tokens=5"]
-    done = subprocess.run(base + ["--decoding=beam", "--beam_size=2"], capture_output=True,
+    done = script_runner.run(base + ["--decoding=beam", "--beam_size=2"], capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert [r["prompt"] for r in records] == _held_out_sources(finetuned, 2)
     for record in records:
         assert 0 < len(record["generated_ids"]) <= 5 and record["score"] < 0
-    bad = subprocess.run(base[:-1] + ["--output_file=" + str(tmp_path / "x.jsonl"),
+    bad = script_runner.run(base[:-1] + ["--output_file=" + str(tmp_path / "x.jsonl"),
                                       "--decoding=sample"],
                          capture_output=True, text=True, timeout=300)
     assert bad.returncode != 0

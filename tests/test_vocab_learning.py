@@ -2,11 +2,11 @@
 """Vocabulary learning: Google's reserved layout, CJK characters, coverage."""
 
 import os
-import subprocess
 import sys
 
 import pytest
 
+import script_runner
 from data import corpus
 from data import tokenization
 from data import vocab_learning
@@ -58,7 +58,7 @@ def test_min_cjk_count_and_budget(sample_corpus_files):
 def test_bundled_vocab_is_what_the_tool_makes(tmp_path, sample_corpus_files, sample_vocab_file):
     """data/sample/vocab.txt is reproducible with run/create_vocab.py."""
     out = os.path.join(str(tmp_path), "vocab.txt")
-    result = subprocess.run(
+    result = script_runner.run(
         [sys.executable, os.path.join(REPO_ROOT, "run", "create_vocab.py"),
          "--input_file=%s" % ",".join(sample_corpus_files), "--vocab_file=%s" % out,
          "--vocab_size=4000"],

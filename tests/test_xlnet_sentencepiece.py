@@ -2,13 +2,13 @@
 and tensorflow-text's ids against the `sentencepiece` Python processor's."""
 
 import os
-import subprocess
 import sys
 
 import pytest
 import sentencepiece
 import tensorflow as tf
 
+import script_runner
 from data import vocab_learning
 from data.tokenizers import sentencepiece as sp_lib
 
@@ -55,7 +55,7 @@ def test_bundled_model_has_xlnet_symbols_and_is_what_create_vocab_writes(tmp_pat
     ids = tokenizer.encode("<cls> <sep> <eop>")
     assert 3 not in ids and 4 not in ids and 8 in ids
     output = tmp_path / "spiece.model"
-    subprocess.run([sys.executable, os.path.join(REPO_ROOT, "run", "create_vocab.py"),
+    script_runner.run([sys.executable, os.path.join(REPO_ROOT, "run", "create_vocab.py"),
                     "--model=sentencepiece", "--input_file=" + ",".join(SAMPLE),
                     "--vocab_file=" + str(output), "--vocab_size=2000"],
                    check=True, capture_output=True, cwd=REPO_ROOT)

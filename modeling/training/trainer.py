@@ -249,9 +249,14 @@ class Trainer(object):
         # (measured ~10 s -> ~6 s for the demo job) and the graph is the same.
         replica_step = tf.autograph.experimental.do_not_convert(replica_step)
 
-        if whole_step_xla:
-            # Forward, backward, update and metrics: one XLA computation.
-            replica_step = tf.function(replica_step, jit_compile=True)
+        if strategy.num_replicas_in_sync == 1:
+            # A function of its own, so that the two calls in `train_loop` (the
+            # first update, then the loop's body) share one trace (tracing a
+            # step takes seconds). Whole step under XLA: forward, backward,
+            # update and metrics, one XLA computation. (With several
+            # replicas the update's cross-replica merge_call must not run
+            # inside a nested function.)
+            replica_step = tf.function(replica_step, jit_compile=True if whole_step_xla else None)
 
         pruner = self.pruner
 
