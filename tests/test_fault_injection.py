@@ -166,7 +166,12 @@ def _killed_run(job_files, sig):
         before = tf.train.latest_checkpoint(out) if os.path.isdir(out) else None
         log_path = str(base / ("%s_%d.log" % (sig.name, attempt)))
         with open(log_path, "w") as log:
-            proc = script_runner.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=_env())
+            # SIGTERM runs start real processes: forked (TensorFlow already
+            # imported) a start-up SIGTERM lands after the import, and one such
+            # signal was seen lost there (the run trained to the end, exit 0);
+            # not yet explained, see the session-13 note.
+            proc = script_runner.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=_env(),
+                                       fork=sig != signal.SIGTERM)
             if kills < KILLS:
                 status = _kill_at_random_moment(proc, sig, out, rng, during_start=kills % 3 == 0)
                 kills += status is not None and status != 0
