@@ -15,6 +15,16 @@ temporaries left behind. After `install()`:
 SIGINT (Ctrl-C) keeps Python's KeyboardInterrupt, which runs the same
 clean-up.
 
+A process that is a run script (`install(strict=True)`, as `run/script.py`
+does) must end once SIGTERM came, even if the `Terminated` raised in it
+was caught and dropped on the way (a broad ``except`` in some library, a
+``__del__`` that Python ran at that moment). The request then stays: a
+`graceful()` block entered later raises `Terminated` at once, `requested()`
+stays true, and the watchdog ends a process still running
+`grace_seconds` after the raise. Each of these says where the dropped
+exception was raised. In-process users (tests) keep the default, where a
+caught `Terminated` is over.
+
 Python runs signal handlers only between bytecodes of the main thread, so a
 main thread stuck inside one long C++ call (a TensorFlow op that never
 returns) would never see SIGTERM. A watchdog thread hears the signal through
@@ -31,13 +41,15 @@ import sys
 import threading
 import time
 
-__all__ = ["EXIT_STATUS", "Terminated", "at_forced_exit", "graceful", "install", "requested"]
+__all__ = ["EXIT_STATUS", "Terminated", "at_forced_exit", "dropped", "graceful", "install",
+           "requested"]
 
 EXIT_STATUS = 128 + signal.SIGTERM
 GRACE_SECONDS = 20.0
 GRACEFUL_GRACE_SECONDS = 300.0
 
-_state = {"depth": 0, "requested": False, "installed": False, "handled": 0, "received": 0}
+_state = {"depth": 0, "requested": False, "installed": False, "handled": 0, "received": 0,
+          "strict": False, "raised": 0, "raised_where": None}
 _forced_exit_hooks = []
 _request_hooks = []
 
@@ -64,13 +76,39 @@ def _handler(signum, frame):  # pylint: disable=unused-argument
     if _state["depth"] > 0 and not _state["requested"]:
         _state["requested"] = True
         return
+    if frame is not None:
+        _state["raised_where"] = "%s:%d in %s" % (
+            frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+    _state["raised"] += 1
     raise Terminated()
 
 
-def install():
-    """Installs the SIGTERM handler (main thread only; a no-op elsewhere)."""
+def _strict_pending():
+    return _state["strict"] and _state["raised"] > 0
+
+
+def dropped():
+    """In strict mode, after SIGTERM raised `Terminated` and the process still runs:
+    a message saying where the exception was raised (it was caught and dropped
+    somewhere); else None. `run/script.py` exits with 143 when `main` returns
+    and this is set."""
+    if not _strict_pending():
+        return None
+    return ("terminated by SIGTERM (the exit it raised at %s was caught and dropped; "
+            "stopping now)" % (_state["raised_where"] or "an unknown place"))
+
+
+def install(strict=False):
+    """Installs the SIGTERM handler (main thread only; a no-op elsewhere).
+
+    Args:
+      strict: this process is a run script: once SIGTERM came it must end
+        (see the module docstring). Stays on once set.
+    """
     if threading.current_thread() is not threading.main_thread():
         return False
+    if strict:
+        _state["strict"] = True
     signal.signal(signal.SIGTERM, _handler)
     if not _state["installed"]:
         _start_watchdog()
@@ -112,15 +150,20 @@ def _start_watchdog():
                 time.sleep(0.05)
             else:
                 _forced_exit()
+            if _strict_pending():
+                # The handler raised: a process that still runs after the
+                # grace time had the exception dropped somewhere.
+                time.sleep(GRACE_SECONDS)
+                _forced_exit(dropped())
 
     threading.Thread(target=watch, name="sigterm-watchdog", daemon=True).start()
 
 
-def _forced_exit():
+def _forced_exit(message=None):
+    message = message or ("terminated by SIGTERM (the main thread was stuck; temporaries "
+                          "removed, no checkpoint saved)")
     try:
-        sys.stderr.write("%s: terminated by SIGTERM (the main thread was stuck; temporaries "
-                         "removed, no checkpoint saved)\n"
-                         % os.path.basename(sys.argv[0] or "python"))
+        sys.stderr.write("%s: %s\n" % (os.path.basename(sys.argv[0] or "python"), message))
         sys.stderr.flush()
     except Exception:  # pylint: disable=broad-except
         pass
@@ -141,6 +184,9 @@ def on_request(fn):
     so it stops at its next step. Only inside `graceful()` blocks.
     """
     _request_hooks.append(fn)
+    if requested():
+        # SIGTERM came between the block's start and this hook's.
+        fn()
     try:
         yield
     finally:
@@ -148,20 +194,28 @@ def on_request(fn):
 
 
 def requested():
-    """True once SIGTERM arrived inside a `graceful()` block."""
-    return _state["requested"]
+    """True once SIGTERM arrived inside a `graceful()` block (in strict mode, also
+    once a `Terminated` it raised was dropped)."""
+    return _state["requested"] or _strict_pending()
 
 
 @contextlib.contextmanager
 def graceful():
     """Within this block SIGTERM is a request to stop at the next safe point."""
+    if _strict_pending():
+        raise Terminated(dropped())
     _state["depth"] += 1
     try:
         yield
-    except BaseException:
+    except BaseException as error:
         _state["depth"] -= 1
         if _state["depth"] == 0:
+            pending = _state["requested"]
             _state["requested"] = False
+            if pending and _state["strict"] and not isinstance(error, SystemExit):
+                # The stop request must outlive an error its block ended
+                # with (a caller may catch that one and go on).
+                raise Terminated() from error
         raise
     _state["depth"] -= 1
     if _state["depth"] == 0 and _state["requested"]:

@@ -301,6 +301,10 @@ def _wrap(main):
         name = _script_name()
         try:
             main(argv)
+            dropped = termination.dropped()
+            if dropped:
+                # SIGTERM's exit was caught somewhere and the run went on.
+                raise termination.Terminated(dropped)
         except termination.Terminated as e:
             sys.stdout.flush()
             print("%s: %s" % (name, e), file=sys.stderr)
@@ -333,7 +337,9 @@ def run(main, required_flags=()):
     Exit status: 0 done, 1 bad input or environment (one line on standard
     error), 2 bad flags, 130 Ctrl-C, 143 SIGTERM.
     """
-    termination.install()
+    # Strict: this process is the script, and must end once SIGTERM came
+    # (not set on import: tests import this module into their own process).
+    termination.install(strict=True)
     if required_flags:
         flags.mark_flags_as_required(list(required_flags))
     app.run(_wrap(main), flags_parser=_parse_flags)

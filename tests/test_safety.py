@@ -234,8 +234,85 @@ def test_sigterm_inside_graceful_is_a_request_outside_an_exception():
             os.kill(os.getpid(), signal.SIGTERM)
             for _ in range(1000):  # the handler runs between bytecodes
                 pass
+        # Not strict (an in-process user): a caught Terminated is over.
+        assert not termination.requested() and termination.dropped() is None
+        with termination.graceful():
+            pass
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+_DROPPING_SCRIPT = '''
+import os, signal, sys, time
+sys.path.insert(0, %(run_dir)r)
+import script
+from data import termination
+
+
+def drop_the_exit():
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(100000):  # the handler runs here, between bytecodes
+            pass
+    except BaseException:  # what a careless library might do
+        pass
+    print("went on", flush=True)
+
+
+def main(argv):
+    mode = argv[1]
+    if mode == "request_then_error":
+        try:
+            with termination.graceful():
+                os.kill(os.getpid(), signal.SIGTERM)
+                for _ in range(100000):
+                    pass
+                raise ValueError("an error a caller handles")
+        except ValueError:
+            print("went on", flush=True)
+        return
+    drop_the_exit()
+    if mode == "graceful":  # where a training loop starts
+        with termination.graceful():
+            print("trained", flush=True)
+    elif mode == "busy":
+        termination.GRACE_SECONDS = 1.0
+        time.sleep(60)
+    print("finished", flush=True)
+
+
+if __name__ == "__main__":
+    script.run(main)
+'''
+
+
+@pytest.mark.parametrize("mode", ["return", "graceful", "busy", "request_then_error"])
+def test_a_script_ends_with_143_even_if_sigterm_exit_was_dropped(tmp_path, mode):
+    """A run script that got SIGTERM ends with status 143 whatever caught the exception.
+
+    The exit that SIGTERM raises is caught and dropped by the script's own
+    code here; the run must still stop: when `main` returns, at the next
+    `graceful()` block (a training loop's start), or by the watchdog when it
+    goes on with other work. A stop requested inside a `graceful()` block
+    survives an error that block ends with. The message names where the
+    dropped exception was raised.
+    """
+    import script_runner  # pylint: disable=import-outside-toplevel
+    path = tmp_path / "dropping.py"
+    path.write_text(_DROPPING_SCRIPT % {"run_dir": os.path.join(REPO_ROOT, "run")})
+    result = script_runner.run([sys.executable, str(path), mode], capture_output=True,
+                               text=True, timeout=120, cwd=REPO_ROOT)
+    assert result.returncode == termination.EXIT_STATUS, (result.stdout, result.stderr)
+    assert "trained" not in result.stdout
+    assert ("finished" in result.stdout) == (mode == "return")
+    if mode == "request_then_error":
+        # The caller's `except ValueError` never sees it: the stop wins.
+        assert "went on" not in result.stdout
+        assert "dropping: terminated by SIGTERM\n" in result.stderr, result.stderr
+    else:
+        assert "went on" in result.stdout
+        assert "was caught and dropped" in result.stderr, result.stderr
+        assert "%s:" % path in result.stderr and "in drop_the_exit" in result.stderr
 
 
 # -------------------------------------------------------------- NaN policy
