@@ -63,6 +63,11 @@ def _latest_run_per_size(records):
     return [r for r in records if latest[r["config"]["size"]] == r.get("run_id")]
 
 
+# The peers "vs best peer" compares with, each in its idiomatic form (not the
+# allocator rows of bench_training.ALLOCATOR_VARIANTS).
+PEERS = ("keras_hub", "hf_torch")
+
+
 def training_table():
     runs = _latest_run_per_size(_records("bench_training"))
     if not runs:
@@ -82,7 +87,7 @@ def training_table():
         size, batch, precision, impl, xla, loop = key
         seq = statistics.median(r["seq_per_sec"] for r in records)
         resolved = records[0].get("resolved") or {}
-        if impl != "ours":
+        if impl in PEERS:
             shape = (size, batch, precision)
             best_peer[shape] = max(best_peer.get(shape, (0, ""))[0], seq), impl
         rows.append((key, seq, statistics.median(r["peak_mb"] for r in records),
@@ -90,21 +95,25 @@ def training_table():
                      statistics.median(r["final_loss"] for r in records), resolved,
                      len(records)))
     names = {"ours": "this project", "keras_hub": "keras-hub (jit_compile, train_on_batch)",
-             "hf_torch": "HF transformers, torch eager"}
+             "hf_torch": "HF transformers, torch eager",
+             "ours_malloc": "this project, `TF_CPU_ALLOCATOR_USE_BFC=false` (malloc)",
+             "keras_hub_bfc": "keras-hub (jit_compile, train_on_batch), "
+                              "`TF_CPU_ALLOCATOR_USE_BFC=true`"}
     lines = ["| model, batch | precision | implementation | XLA | steps/loop | seq/s "
              "| vs best peer | peak MB | training MB |",
              "|---|---|---|---|---|---:|---:|---:|---:|"]
     for key, seq, peak, training, _, resolved, _ in rows:
         size, batch, precision, impl, xla, loop = key
         peer = best_peer.get((size, batch, precision))
-        ratio = "%.2fx" % (seq / peer[0]) if peer and impl == "ours" else ""
-        if impl == "ours" and xla == "default":
+        ours = impl.startswith("ours")
+        ratio = "%.2fx" % (seq / peer[0]) if peer and ours else ""
+        if ours and xla == "default":
             xla_text = "default (%s)" % resolved.get("xla", "?")
             loop_text = "default (%s)" % resolved.get("steps_per_loop", "?")
         else:
             xla_text = {"on": "on", "off": "off"}.get(xla, xla) if impl != "hf_torch" else "-"
-            loop_text = str(loop) if impl == "ours" else "-"
-            if impl == "ours" and precision == "bf16" and xla == "on":
+            loop_text = str(loop) if ours else "-"
+            if ours and precision == "bf16" and xla == "on":
                 # The trainer ignores --use_xla for bf16 on CPUs; what stays
                 # compiled is the fused optimizer update.
                 xla_text = "on: update only (bf16 on CPU)"

@@ -1,0 +1,43 @@
+"""modeling/training/host_memory.py: run/ scripts get TensorFlow's caching CPU allocator."""
+
+import os
+import subprocess
+import sys
+
+from modeling.training import host_memory
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_defaults_and_user_choices():
+    environ = {}
+    assert host_memory.use_caching_allocator(environ)
+    assert environ["TF_CPU_ALLOCATOR_USE_BFC"] == "true"
+    # The limit is the machine's memory, not TensorFlow's fixed 64 GB.
+    expected = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1 << 20)
+    assert environ["TF_CPU_BFC_MEM_LIMIT_IN_MB"] == str(expected)
+
+    environ = {"TF_CPU_BFC_MEM_LIMIT_IN_MB": "1234"}
+    assert host_memory.use_caching_allocator(environ)
+    assert environ["TF_CPU_BFC_MEM_LIMIT_IN_MB"] == "1234"
+
+    for off in ("false", "0", "False"):
+        environ = {"TF_CPU_ALLOCATOR_USE_BFC": off}
+        assert not host_memory.use_caching_allocator(environ)
+        assert environ == {"TF_CPU_ALLOCATOR_USE_BFC": off}
+
+
+def test_a_script_start_makes_tensorflow_use_it():
+    """After `import script` (every run/ script), CPU tensors come from the BFC allocator.
+
+    TensorFlow keeps allocation statistics only for its BFC allocator: with
+    malloc, `get_memory_info` raises.
+    """
+    code = ("import sys; sys.path.insert(0, 'run'); import script; import tensorflow as tf; "
+            "x = tf.ones([256, 1024]); info = tf.config.experimental.get_memory_info('CPU:0'); "
+            "print(info['peak'] >= 256 * 1024 * 4)")
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("TF_CPU_")}
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env=environ,
+                            capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().splitlines()[-1] == "True"
