@@ -61,8 +61,9 @@ CASE_SETS = {
         ("ours", "bert_tiny", 32, "fp32", "off", 1),
         ("ours", "bert_tiny", 32, "fp32", "on", 1),
         ("ours_malloc", "bert_tiny", 32, "fp32", "default", "default"),
+        ("ours_eigen", "bert_tiny", 32, "fp32", "default", "default"),
         ("keras_hub", "bert_tiny", 32, "fp32", "on", 1),
-        ("keras_hub_bfc", "bert_tiny", 32, "fp32", "on", 1),
+        ("keras_hub_cpu_runtime", "bert_tiny", 32, "fp32", "on", 1),
         ("hf_torch", "bert_tiny", 32, "fp32", "off", 1),
         ("ours", "bert_base", 8, "fp32", "default", "default"),
         ("ours", "bert_base", 8, "fp32", "off", 1),
@@ -77,11 +78,15 @@ CASE_SETS = {
 }
 
 
-# Rows that show what the host allocator is worth (`modeling.training.host_memory`):
-# ours with malloc, as TensorFlow has it by default, and keras-hub with the
-# caching allocator our scripts ask for. Not a peer's idiomatic form, so no
-# "vs best peer" baseline.
-ALLOCATOR_VARIANTS = {"ours_malloc": ("ours", "false"), "keras_hub_bfc": ("keras_hub", "true")}
+# Rows that show what the CPU settings of `modeling.training.cpu_runtime` are
+# worth: ours without the caching allocator (malloc, TensorFlow's default),
+# ours without oneDNN (Eigen, TensorFlow's default on CPUs without AVX-512
+# VNNI/BF16 or AMX), and keras-hub with both, as our scripts set them. The
+# last is not keras-hub's idiomatic form, so it is not a "vs best peer"
+# baseline. name: (implementation, environment before TensorFlow is imported)
+VARIANTS = {"ours_malloc": ("ours", {"TF_CPU_ALLOCATOR_USE_BFC": "false"}),
+            "ours_eigen": ("ours", {"TF_ENABLE_ONEDNN_OPTS": "0"}),
+            "keras_hub_cpu_runtime": ("keras_hub", {})}
 
 
 def _batch(batch_size, seed=0):
@@ -117,12 +122,9 @@ def _measure_ours(size, batch_size, precision, xla, steps_per_loop, steps, round
     from modeling import bert as bert_lib  # pylint: disable=import-outside-toplevel
     from modeling import recipes  # pylint: disable=import-outside-toplevel
     from modeling.training import distribute  # pylint: disable=import-outside-toplevel
-    from modeling.training import host_memory  # pylint: disable=import-outside-toplevel
     from modeling.training import optimization  # pylint: disable=import-outside-toplevel
     from modeling.training import trainer as trainer_lib  # pylint: disable=import-outside-toplevel
 
-    # What every run/ script does before TensorFlow runs anything.
-    host_memory.use_caching_allocator()
     layers, hidden, heads, inner = SIZES[size]
     if precision == "bf16":
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
@@ -267,8 +269,13 @@ def _child(case, steps, rounds):
     impl, size, batch_size, precision, xla, steps_per_loop = case
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     rss_start = common.rss_mb()
-    if impl in ALLOCATOR_VARIANTS:
-        impl, os.environ["TF_CPU_ALLOCATOR_USE_BFC"] = ALLOCATOR_VARIANTS[impl]
+    if impl in VARIANTS:
+        impl, environ = VARIANTS[impl]
+        os.environ.update(environ)
+    if impl == "ours" or case[0] in VARIANTS:
+        # What every run/ script does before it imports TensorFlow.
+        from modeling.training import cpu_runtime  # pylint: disable=import-outside-toplevel
+        cpu_runtime.configure()
     if impl == "ours":
         xla, steps_per_loop = _resolve(xla, steps_per_loop)
         result = _measure_ours(size, batch_size, precision, xla, steps_per_loop, steps, rounds)

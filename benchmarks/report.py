@@ -64,7 +64,7 @@ def _latest_run_per_size(records):
 
 
 # The peers "vs best peer" compares with, each in its idiomatic form (not the
-# allocator rows of bench_training.ALLOCATOR_VARIANTS).
+# rows of bench_training.VARIANTS).
 PEERS = ("keras_hub", "hf_torch")
 
 
@@ -97,8 +97,9 @@ def training_table():
     names = {"ours": "this project", "keras_hub": "keras-hub (jit_compile, train_on_batch)",
              "hf_torch": "HF transformers, torch eager",
              "ours_malloc": "this project, `TF_CPU_ALLOCATOR_USE_BFC=false` (malloc)",
-             "keras_hub_bfc": "keras-hub (jit_compile, train_on_batch), "
-                              "`TF_CPU_ALLOCATOR_USE_BFC=true`"}
+             "ours_eigen": "this project, `TF_ENABLE_ONEDNN_OPTS=0` (Eigen kernels)",
+             "keras_hub_cpu_runtime": "keras-hub (jit_compile, train_on_batch) with this "
+                                      "project's CPU settings (BFC allocator, oneDNN)"}
     lines = ["| model, batch | precision | implementation | XLA | steps/loop | seq/s "
              "| vs best peer | peak MB | training MB |",
              "|---|---|---|---|---|---:|---:|---:|---:|"]

@@ -24,9 +24,10 @@ Import this module FIRST (before anything that imports TensorFlow)::
 * **SIGTERM** (`timeout`, schedulers) ends the run as an exception, so
   every temporary file is removed; a training loop first saves a checkpoint
   (`data.termination`). Exit status 143; Ctrl-C gives 130.
-* **Host memory.** TensorFlow's caching (BFC) allocator holds CPU tensors
-  (`modeling.training.host_memory`; ``TF_CPU_ALLOCATOR_USE_BFC=false``
-  turns it off).
+* **CPU settings.** TensorFlow's caching (BFC) allocator holds CPU tensors,
+  and its oneDNN kernels are on (`modeling.training.cpu_runtime`;
+  ``TF_CPU_ALLOCATOR_USE_BFC=false`` / ``TF_ENABLE_ONEDNN_OPTS=0`` turn
+  them off).
 * **Quiet child processes.** ``with script.filtered_stderr(noise):`` drops,
   from what this process and the processes it starts write to standard
   error, the lines matching `noise` and TensorFlow's start-up notices (each
@@ -232,11 +233,10 @@ _USER_ENVIRON = dict(os.environ)
 from data import termination  # pylint: disable=g-import-not-at-top,wrong-import-position
 termination.install()
 
-# TensorFlow's caching allocator for CPU tensors (read at the first op; see
-# modeling/training/host_memory.py): large per-step tensors are not
-# page-faulted anew every step.
-from modeling.training import host_memory  # pylint: disable=g-import-not-at-top,wrong-import-position
-host_memory.use_caching_allocator()
+# TensorFlow's caching allocator for CPU tensors and its oneDNN kernels,
+# before TensorFlow is imported (modeling/training/cpu_runtime.py).
+from modeling.training import cpu_runtime  # pylint: disable=g-import-not-at-top,wrong-import-position
+cpu_runtime.configure()
 
 if _lazy_tensorflow_wanted():
     sys.meta_path.insert(0, _QuietTensorFlowFinder())

@@ -44,9 +44,9 @@ def test_training_table_uses_the_latest_run_and_ratios_to_the_best_peer(tmp_path
     assert "Test CPU, 2 cores, CPU flags avx512_bf16;" in table
     assert report.inference_table() is None  # no results: no table
 
-    # The allocator rows: keras-hub with our allocator is shown but is not the
-    # baseline; ours with malloc gets its ratio to the idiomatic peers.
-    with_allocators = records + [_training_record("keras_hub_bfc", "on", 5.0),
+    # The CPU-settings rows: keras-hub with our settings is shown but is not
+    # the baseline; ours with malloc gets its ratio to the idiomatic peers.
+    with_allocators = records + [_training_record("keras_hub_cpu_runtime", "on", 5.0),
                                  _training_record("ours_malloc", "default", 2.4)]
     (tmp_path / "bench_training.jsonl").write_text(
         "".join(json.dumps(r) + "\n" for r in with_allocators))
@@ -55,7 +55,7 @@ def test_training_table_uses_the_latest_run_and_ratios_to_the_best_peer(tmp_path
     assert len(rows) == 5
     assert "| 3.60 | 1.20x |" in [r for r in rows if "| this project |" in r][0]
     assert "| 2.40 | 0.80x |" in [r for r in rows if "(malloc)" in r][0]
-    keras_bfc = [r for r in rows if "keras-hub" in r and "USE_BFC=true" in r][0]
+    keras_bfc = [r for r in rows if "keras-hub" in r and "CPU settings" in r][0]
     assert "| 5.00 |  |" in keras_bfc
 
     # A later run of one size only (--only=bert_tiny): that size's rows come
