@@ -19,9 +19,11 @@ A process that is a run script (`install(strict=True)`, as `run/script.py`
 does) must end once SIGTERM came, even if the `Terminated` raised in it
 was caught and dropped on the way (a broad ``except`` in some library, a
 ``__del__`` that Python ran at that moment). The request then stays: a
-`graceful()` block entered later raises `Terminated` at once, `requested()`
-stays true, and the watchdog ends a process still running
-`grace_seconds` after the raise. Each of these says where the dropped
+`graceful()` block entered later raises `Terminated` at once,
+`requested()` stays true, the script raises it again when `main` returns
+(`raise_if_dropped`), and the watchdog ends a process whose exit was
+dropped and not raised again within `grace_seconds` (an exit still on its
+way up through slow clean-ups is left alone). Each says where the dropped
 exception was raised. In-process users (tests) keep the default, where a
 caught `Terminated` is over.
 
@@ -40,16 +42,18 @@ import signal
 import sys
 import threading
 import time
+import weakref
 
-__all__ = ["EXIT_STATUS", "Terminated", "at_forced_exit", "dropped", "graceful", "install",
-           "requested"]
+__all__ = ["EXIT_STATUS", "Terminated", "acknowledge", "at_forced_exit", "dropped", "graceful",
+           "install", "raise_if_dropped", "requested"]
 
 EXIT_STATUS = 128 + signal.SIGTERM
 GRACE_SECONDS = 20.0
 GRACEFUL_GRACE_SECONDS = 300.0
 
 _state = {"depth": 0, "requested": False, "installed": False, "handled": 0, "received": 0,
-          "strict": False, "raised": 0, "raised_where": None}
+          "strict": False, "raised": 0, "raised_where": None, "exit": None,
+          "acknowledged": False}
 _forced_exit_hooks = []
 _request_hooks = []
 
@@ -72,30 +76,55 @@ class Terminated(SystemExit):
 
 
 def _handler(signum, frame):  # pylint: disable=unused-argument
-    _state["handled"] += 1
+    # `handled` last: the watchdog reads the rest once it sees the count.
     if _state["depth"] > 0 and not _state["requested"]:
         _state["requested"] = True
+        _state["handled"] += 1
         return
     if frame is not None:
         _state["raised_where"] = "%s:%d in %s" % (
             frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
     _state["raised"] += 1
-    raise Terminated()
+    try:
+        # No local name for it: this frame, in its traceback, would keep a
+        # dropped exit alive in a reference cycle.
+        raise _watched(Terminated())
+    finally:
+        _state["handled"] += 1
+
+
+def _watched(error):
+    """`error`, the exit the watchdog now follows (a weak reference: an exit that
+    is dropped is freed, one on its way up is not)."""
+    _state["exit"] = weakref.ref(error)
+    return error
 
 
 def _strict_pending():
-    return _state["strict"] and _state["raised"] > 0
+    return _state["strict"] and _state["raised"] > 0 and not _state["acknowledged"]
 
 
 def dropped():
     """In strict mode, after SIGTERM raised `Terminated` and the process still runs:
     a message saying where the exception was raised (it was caught and dropped
-    somewhere); else None. `run/script.py` exits with 143 when `main` returns
-    and this is set."""
+    somewhere); else None."""
     if not _strict_pending():
         return None
     return ("terminated by SIGTERM (the exit it raised at %s was caught and dropped; "
             "stopping now)" % (_state["raised_where"] or "an unknown place"))
+
+
+def raise_if_dropped():
+    """Raises `Terminated` again if an earlier one was dropped (see `dropped`)."""
+    message = dropped()
+    if message:
+        raise _watched(Terminated(message))
+
+
+def acknowledge():
+    """Says the process is ending because of SIGTERM (the script caught its
+    `Terminated` at the top): the watchdog lets the exit finish."""
+    _state["acknowledged"] = True
 
 
 def install(strict=False):
@@ -151,12 +180,26 @@ def _start_watchdog():
             else:
                 _forced_exit()
             if _strict_pending():
-                # The handler raised: a process that still runs after the
-                # grace time had the exception dropped somewhere.
-                time.sleep(GRACE_SECONDS)
-                _forced_exit(dropped())
+                _watch_exit()
 
     threading.Thread(target=watch, name="sigterm-watchdog", daemon=True).start()
+
+
+def _watch_exit():
+    """Ends the process if the exit SIGTERM raised was dropped and nothing raised
+    it again within the grace time. An exit still on its way up (slow clean-ups)
+    and one the script acknowledged are left alone."""
+    dropped_since = None
+    while not _state["acknowledged"]:
+        ref = _state["exit"]
+        now = time.monotonic()
+        if ref is not None and ref() is not None:
+            dropped_since = None
+        elif dropped_since is None:
+            dropped_since = now
+        elif now - dropped_since >= GRACE_SECONDS:
+            _forced_exit(dropped())
+        time.sleep(0.1)
 
 
 def _forced_exit(message=None):
@@ -181,7 +224,9 @@ def on_request(fn):
 
     For work that does not return to Python between safe points (a graph
     loop of many training steps): `fn` can set a flag that the loop reads,
-    so it stops at its next step. Only inside `graceful()` blocks.
+    so it stops at its next step. Only inside `graceful()` blocks. If the
+    request came before this block, `fn()` runs at once in the calling
+    thread; it may run twice, so it must be idempotent.
     """
     _request_hooks.append(fn)
     if requested():
@@ -201,9 +246,16 @@ def requested():
 
 @contextlib.contextmanager
 def graceful():
-    """Within this block SIGTERM is a request to stop at the next safe point."""
-    if _strict_pending():
-        raise Terminated(dropped())
+    """Within this block SIGTERM is a request to stop at the next safe point.
+
+    Only in the main thread, where signal handlers run; elsewhere the block
+    does nothing (a worker thread's block must not turn the main thread's
+    SIGTERM into a request that nothing polls).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    raise_if_dropped()
     _state["depth"] += 1
     try:
         yield
@@ -215,7 +267,10 @@ def graceful():
             if pending and _state["strict"] and not isinstance(error, SystemExit):
                 # The stop request must outlive an error its block ended
                 # with (a caller may catch that one and go on).
-                raise Terminated() from error
+                text = " ".join(str(error).split())
+                raise Terminated("terminated by SIGTERM (the stop it asked for came with "
+                                 "%s%s)" % (type(error).__name__,
+                                            ": " + text if text else "")) from error
         raise
     _state["depth"] -= 1
     if _state["depth"] == 0 and _state["requested"]:

@@ -310,11 +310,10 @@ def _wrap(main):
         name = _script_name()
         try:
             main(argv)
-            dropped = termination.dropped()
-            if dropped:
-                # SIGTERM's exit was caught somewhere and the run went on.
-                raise termination.Terminated(dropped)
+            # SIGTERM's exit may have been caught somewhere and the run gone on.
+            termination.raise_if_dropped()
         except termination.Terminated as e:
+            termination.acknowledge()
             sys.stdout.flush()
             print("%s: %s" % (name, e), file=sys.stderr)
             sys.exit(termination.EXIT_STATUS)
@@ -327,6 +326,11 @@ def _wrap(main):
                 raise
             sys.stdout.flush()
             print("%s: error: %s" % (name, one_line(e)), file=sys.stderr)
+            dropped = termination.dropped()
+            if dropped:
+                termination.acknowledge()
+                print("%s: %s" % (name, dropped), file=sys.stderr)
+                sys.exit(termination.EXIT_STATUS)
             sys.exit(1)
     return wrapped
 
@@ -349,6 +353,11 @@ def run(main, required_flags=()):
     # Strict: this process is the script, and must end once SIGTERM came
     # (not set on import: tests import this module into their own process).
     termination.install(strict=True)
+    dropped = termination.dropped()  # during the imports, before strict mode
+    if dropped:
+        termination.acknowledge()
+        print("%s: %s" % (_script_name(), dropped), file=sys.stderr)
+        sys.exit(termination.EXIT_STATUS)
     if required_flags:
         flags.mark_flags_as_required(list(required_flags))
     app.run(_wrap(main), flags_parser=_parse_flags)

@@ -20,6 +20,12 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 # only fights the other's for the cores. Two processes of 300 demo steps at
 # once took 36 s and 57 s with the default, 36 s and 38 s with this.
 os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
+# The caching CPU allocator every run/ script asks for (cpu_runtime), set
+# before TensorFlow: this process and the scripts it starts keep one
+# environment from the start (a test that imports run/script.py would set it
+# midway, and the fork server is chosen by these variables).
+from modeling.training import cpu_runtime  # noqa: E402  pylint: disable=g-import-not-at-top
+cpu_runtime.use_caching_allocator()
 
 import tensorflow as tf  # noqa: E402  pylint: disable=g-import-not-at-top
 

@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -207,7 +208,10 @@ def _killed_run(job_files, sig):
     assert status == 0, "the run did not complete after %d kills" % kills
     print("%s: checkpoint step after each kill: %s" % (sig.name, steps_at_kill))
     if dropped:
-        print("%s: exits that SIGTERM raised and something dropped: %s" % (sig.name, dropped))
+        # The run still ended right (143, resumed); the warning shows in the
+        # suite's summary where the dropped exit was raised.
+        warnings.warn("%s: exits that SIGTERM raised and something dropped: %s"
+                      % (sig.name, dropped))
     assert kills == KILLS
     assert restarts_checked >= 5
     if sig == signal.SIGTERM:

@@ -271,13 +271,23 @@ def main(argv):
         except ValueError:
             print("went on", flush=True)
         return
+    termination.GRACE_SECONDS = 1.0
+    if mode == "slow_cleanup":  # not dropped: on its way up, slower than the grace time
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(100000):
+                pass
+        finally:
+            time.sleep(3)
+            print("cleaned up", flush=True)
     drop_the_exit()
     if mode == "graceful":  # where a training loop starts
         with termination.graceful():
             print("trained", flush=True)
     elif mode == "busy":
-        termination.GRACE_SECONDS = 1.0
         time.sleep(60)
+    elif mode == "user_error":
+        raise ValueError("bad input found later")
     print("finished", flush=True)
 
 
@@ -286,16 +296,19 @@ if __name__ == "__main__":
 '''
 
 
-@pytest.mark.parametrize("mode", ["return", "graceful", "busy", "request_then_error"])
+@pytest.mark.parametrize("mode", ["return", "graceful", "busy", "user_error",
+                                  "request_then_error", "slow_cleanup"])
 def test_a_script_ends_with_143_even_if_sigterm_exit_was_dropped(tmp_path, mode):
     """A run script that got SIGTERM ends with status 143 whatever caught the exception.
 
     The exit that SIGTERM raises is caught and dropped by the script's own
-    code here; the run must still stop: when `main` returns, at the next
-    `graceful()` block (a training loop's start), or by the watchdog when it
-    goes on with other work. A stop requested inside a `graceful()` block
-    survives an error that block ends with. The message names where the
-    dropped exception was raised.
+    code here; the run must still stop: when `main` returns (also with a bad
+    input error found later), at the next `graceful()` block (a training
+    loop's start), or by the watchdog when it goes on with other work. A stop
+    requested inside a `graceful()` block survives an error that block ends
+    with. The message names where the dropped exception was raised. An exit
+    that is not dropped but slow on its way up (a clean-up longer than the
+    grace time) is not cut short.
     """
     import script_runner  # pylint: disable=import-outside-toplevel
     path = tmp_path / "dropping.py"
@@ -308,8 +321,15 @@ def test_a_script_ends_with_143_even_if_sigterm_exit_was_dropped(tmp_path, mode)
     if mode == "request_then_error":
         # The caller's `except ValueError` never sees it: the stop wins.
         assert "went on" not in result.stdout
+        assert ("dropping: terminated by SIGTERM (the stop it asked for came with "
+                "ValueError: an error a caller handles)\n") in result.stderr, result.stderr
+    elif mode == "slow_cleanup":
+        assert result.stdout == "cleaned up\n"
         assert "dropping: terminated by SIGTERM\n" in result.stderr, result.stderr
+        assert "dropped" not in result.stderr.replace("dropping", "")
     else:
+        if mode == "user_error":
+            assert "dropping: error: bad input found later\n" in result.stderr
         assert "went on" in result.stdout
         assert "was caught and dropped" in result.stderr, result.stderr
         assert "%s:" % path in result.stderr and "in drop_the_exit" in result.stderr
