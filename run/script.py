@@ -305,6 +305,15 @@ def _script_name():
     return os.path.splitext(os.path.basename(sys.argv[0] or "script"))[0]
 
 
+def _exit_if_dropped():
+    """Exits with 143 if SIGTERM's exit was caught and dropped somewhere."""
+    dropped = termination.dropped()
+    if dropped:
+        termination.acknowledge()
+        print("%s: %s" % (_script_name(), dropped), file=sys.stderr)
+        sys.exit(termination.EXIT_STATUS)
+
+
 def _wrap(main):
     def wrapped(argv):
         name = _script_name()
@@ -326,11 +335,7 @@ def _wrap(main):
                 raise
             sys.stdout.flush()
             print("%s: error: %s" % (name, one_line(e)), file=sys.stderr)
-            dropped = termination.dropped()
-            if dropped:
-                termination.acknowledge()
-                print("%s: %s" % (name, dropped), file=sys.stderr)
-                sys.exit(termination.EXIT_STATUS)
+            _exit_if_dropped()
             sys.exit(1)
     return wrapped
 
@@ -353,11 +358,7 @@ def run(main, required_flags=()):
     # Strict: this process is the script, and must end once SIGTERM came
     # (not set on import: tests import this module into their own process).
     termination.install(strict=True)
-    dropped = termination.dropped()  # during the imports, before strict mode
-    if dropped:
-        termination.acknowledge()
-        print("%s: %s" % (_script_name(), dropped), file=sys.stderr)
-        sys.exit(termination.EXIT_STATUS)
+    _exit_if_dropped()  # dropped during the imports, before strict mode
     if required_flags:
         flags.mark_flags_as_required(list(required_flags))
     app.run(_wrap(main), flags_parser=_parse_flags)
