@@ -34,7 +34,7 @@ import sys
 from typing import Any, Callable, Optional
 
 __all__ = ["Family", "Registry", "RegistryError", "discover", "families", "encoders",
-           "objectives", "pipelines", "tasks", "load_user_module"]
+           "objectives", "pipelines", "tasks", "load_user_module", "families_with"]
 
 
 class RegistryError(KeyError):
@@ -114,6 +114,9 @@ class Family:
             family's encoder/network.
         has_pooler: its encoder returns a `pooled_output` (sentence-level
             tasks such as classification read it).
+        frozen_features: the family's network is used frozen, its outputs as
+            features under a task model (ELMo's scalar-mixed biLM layers,
+            CoVe's encoder states): `run_classifier.py --features=NAME`.
     """
 
     name: str
@@ -127,6 +130,7 @@ class Family:
     head_activation: Optional[Callable] = None
     is_encoder: Optional[Callable] = None
     has_pooler: bool = True
+    frozen_features: bool = False
 
     def activation(self, config):
         if self.head_activation is not None:
@@ -181,6 +185,11 @@ def discover():
         _DISCOVERED.append(True)
     finally:
         _DISCOVERING.pop()
+
+
+def families_with(capability):
+    """Names of the registered families whose `Family.<capability>` is set (sorted)."""
+    return sorted(name for name, family in families.items() if getattr(family, capability, None))
 
 
 def load_user_module(path):

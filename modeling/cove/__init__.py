@@ -56,4 +56,5 @@ FAMILY = registry.families.register("cove", registry.Family(
     config_file_name=CONFIG_FILE_NAME,
     is_encoder=lambda model: isinstance(model, CoveNetwork),
     has_pooler=False,
+    frozen_features=True,
 ))

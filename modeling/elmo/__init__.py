@@ -56,4 +56,5 @@ FAMILY = registry.families.register("elmo", registry.Family(
     config_file_name="elmo_options.json",
     is_encoder=lambda model: isinstance(model, ElmoNetwork),
     has_pooler=False,
+    frozen_features=True,
 ))

@@ -1,15 +1,16 @@
 """`TrainerSettings`: the trainer's settings, shared by every job dataclass.
 
-Each training script defines the same trainer flags
-(`run/common_flags.define_trainer_flags`) and each library job
-(`ClassifierJob`, `NerJob`, `SquadJob`, `PretrainingJob`, ...) holds them as
-fields of the same names; the jobs subclass this dataclass instead of
-repeating them, and turn them into the strategy, the trainer's and the
+Each library job (`ClassifierJob`, `NerJob`, `SquadJob`, `PretrainingJob`,
+...) subclasses this dataclass, so the trainer's settings are declared once,
+here, with their help texts (`modeling.training.options.option`); every
+training script derives its trainer flags (``--distribution_strategy``,
+``--use_xla``, ``--mixed_precision``, ...) from these fields, with the same
+names and defaults. The settings become the strategy, the trainer's and the
 optimizer's arguments here:
 
     @dataclasses.dataclass
     class MyJob(TrainerSettings):
-        data_dir: Optional[str] = None
+        data_dir: Optional[str] = option(None, "Where the data files are.")
         ...
 
     strategy = job.get_strategy()
@@ -26,43 +27,102 @@ import keras
 from modeling.training import distribute
 from modeling.training import pruning
 from modeling.training import run_lock
+from modeling.training import trainer as trainer_lib
+from modeling.training.options import option
 
-__all__ = ["TrainerSettings", "output_dir_lock", "start_run"]
+__all__ = ["DataServiceSettings", "TrainerSettings", "output_dir_lock", "start_run"]
 
 
 @dataclasses.dataclass
 class TrainerSettings:
-    """The fields of `define_trainer_flags` (the same names and defaults)."""
+    """tf.distribute (instead of TPUEstimator), XLA, precision, optimizer, checkpoints, logging."""
 
-    distribution_strategy: str = "one_device"
-    tpu: Optional[str] = None
-    num_gpus: Optional[int] = None
-    all_reduce_alg: Optional[str] = None
-    use_xla: bool = False
-    xla_optimizer_update: bool = True
-    mixed_precision: Optional[str] = None
-    optimizer: str = "adamw"
-    gradient_accumulation_steps: int = 1
-    keep_checkpoint_max: int = 5
-    log_steps: int = 100
-    steps_per_loop: int = 1
-    nan_policy: str = "stop"
+    distribution_strategy: str = option(
+        "one_device", "How to distribute training. multi_worker_mirrored reads TF_CONFIG.",
+        choices=distribute.STRATEGIES)
+    # Google's TPU flags, as pointers to the ones above.
+    use_tpu: bool = option(
+        False, "Google's flag: the same as --distribution_strategy=tpu (with --tpu or "
+        "--tpu_name).")
+    tpu: Optional[str] = option(
+        None, "TPU name or address (with --distribution_strategy=tpu).", aliases=("tpu_name",))
+    num_gpus: Optional[int] = option(None, "GPUs to use (default: all visible).")
+    all_reduce_alg: Optional[str] = option(None, "nccl, ring or hierarchical_copy.")
+    use_xla: bool = option(
+        False, "Compile the training step with XLA (on one replica: forward, backward, "
+        "update and metrics as one computation). Ignored with --mixed_precision=bfloat16 "
+        "on CPUs, where it would be slower.")
+    xla_optimizer_update: bool = option(
+        True, "Run each variable's optimizer update as one XLA computation (same "
+        "arithmetic, faster); --noxla_optimizer_update where XLA is unavailable.")
+    mixed_precision: Optional[str] = option(
+        None, "Compute in half precision (float16 uses dynamic loss scaling).",
+        choices=("bfloat16", "float16"))
+    optimizer: str = option("adamw", "Optimizer.", choices=("adamw", "lamb"))
+    gradient_accumulation_steps: int = option(
+        1, "Micro-batches of the training batch size per optimizer update.")
     # ULMFiT's fine-tuning techniques (modeling.training.finetuning_techniques);
     # the defaults leave the optimizer exactly as without them.
-    lr_schedule: str = "linear"
-    stlr_cut_frac: float = 0.1
-    stlr_ratio: float = 32.0
-    layer_lr_decay: float = 1.0
-    unfreeze_steps: int = 0
+    lr_schedule: str = option(
+        "linear", "linear: Google's warm-up then linear decay to 0; stlr: ULMFiT's "
+        "slanted triangular rate (a rise over the first --stlr_cut_frac of the updates, "
+        "then a fall to learning_rate/--stlr_ratio; --warmup_proportion/--num_warmup_steps "
+        "are then not used).", choices=("linear", "stlr"))
+    stlr_cut_frac: float = option(
+        0.1, "With --lr_schedule=stlr: fraction of the updates spent rising.",
+        check=(lambda v: v is not None and 0 < v < 1,
+               "--stlr_cut_frac must be in (0, 1) (ULMFiT: 0.1)."))
+    stlr_ratio: float = option(
+        32.0, "With --lr_schedule=stlr: how much smaller the lowest rate is than "
+        "--learning_rate.", lower_bound=1.0)
+    layer_lr_decay: float = option(
+        1.0, "Discriminative learning rates (ULMFiT: 2.6): each layer group trains at the "
+        "rate of the group above divided by this; groups from the top: task head and "
+        "pooler, the layers top down, the embeddings. 1 = one rate for all.",
+        check=(lambda v: v is not None and v > 0,
+               "--layer_lr_decay must be > 0 (ULMFiT: 2.6)."))
+    unfreeze_steps: int = option(
+        0, "Gradual unfreezing (ULMFiT): only the top layer group (task head, pooler) "
+        "trains for the first N updates, then one more group below joins every N updates "
+        "(the paper: N = one epoch). 0 = everything trains from the start.", lower_bound=0)
     # Magnitude pruning during training (modeling.training.pruning); 0 = off.
-    target_sparsity: float = 0.0
-    pruning_begin_step: int = 0
-    pruning_end_step: Optional[int] = None
-    pruning_frequency: int = 100
+    target_sparsity: float = option(
+        0.0, "Magnitude pruning (Zhu & Gupta): the fraction of each encoder dense kernel's "
+        "weights that are zero at --pruning_end_step, reached along a cubic schedule and "
+        "kept after it (embeddings, biases, layer norms and the task head stay dense). "
+        "0 = no pruning.",
+        check=(lambda v: v is not None and 0 <= v < 1,
+               "--target_sparsity must be in [0, 1)."))
+    pruning_begin_step: int = option(0, "Update at which pruning starts.", lower_bound=0)
+    pruning_end_step: Optional[int] = option(
+        None, "Update at which --target_sparsity is reached (default: 3/4 of the training "
+        "updates; the rest train with the masks fixed).")
+    pruning_frequency: int = option(100, "Updates between mask re-computations.",
+                                    lower_bound=1)
+    keep_checkpoint_max: int = option(5, "Checkpoints to keep.")
+    nan_policy: str = option(
+        "stop", "When the loss or its gradient becomes NaN or infinite: stop (with a clear "
+        "error; the last checkpoint is the last good state) or skip that update and go on.",
+        choices=trainer_lib.NAN_POLICIES)
+    log_steps: int = option(100, "Steps between progress lines and TensorBoard points.")
+    steps_per_loop: int = option(
+        100, "Training steps per call into TensorFlow (one graph loop; cuts host round "
+        "trips). A loop stops at logging and checkpoint boundaries, at SIGTERM and at a "
+        "non-finite update.", aliases=("iterations_per_loop",))
+
+    @property
+    def strategy_name(self):
+        """`distribution_strategy`, or ``tpu`` when Google's `use_tpu` is set."""
+        if self.use_tpu:
+            if self.distribution_strategy not in ("one_device", "tpu"):
+                raise ValueError("--use_tpu is --distribution_strategy=tpu; it cannot go with "
+                                 "--distribution_strategy=%s" % self.distribution_strategy)
+            return "tpu"
+        return self.distribution_strategy
 
     def get_strategy(self):
         """The `tf.distribute` strategy of `distribution_strategy` and its options."""
-        return distribute.get_strategy(self.distribution_strategy, self.num_gpus, self.tpu,
+        return distribute.get_strategy(self.strategy_name, self.num_gpus, self.tpu,
                                        self.all_reduce_alg)
 
     def optimizer_options(self):
@@ -95,6 +155,20 @@ class TrainerSettings:
                 self.target_sparsity, self.pruning_begin_step, self.pruning_end_step,
                 self.pruning_frequency)
         return options
+
+
+@dataclasses.dataclass
+class DataServiceSettings:
+    """Training input from a tf.data service (`data.input_pipeline.data_service_input_fn`)."""
+
+    data_service_address: Optional[str] = option(
+        None, "Read the training batches from this tf.data service dispatcher, "
+        "grpc://HOST:PORT: the input pipeline runs on the service's workers (for training "
+        "that the host CPU cannot feed). Evaluation still reads locally.")
+    data_service_job_name: Optional[str] = option(
+        None, "tf.data service job to share: trainers with the same name split the batches "
+        "between them (multi-worker training needs one). One name per training run: a job "
+        "is known by its name only.")
 
 
 def start_run(job):
