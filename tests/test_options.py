@@ -176,6 +176,9 @@ JOB_SCRIPTS = {
     "run_distillation.py": ("modeling.distillation.job", "DistillationJob"),
     "run_cvt.py": ("modeling.cvt.job", "CvtJob"),
     "run_siatl.py": ("modeling.siatl.job", "SiatlJob"),
+    "run_translation.py": ("modeling.mass.translation", "TranslationJob"),
+    "compare_models.py": ("modeling.tasks.comparison", "CompareJob"),
+    "zero_shot_transfer.py": ("modeling.tasks.zero_shot", "ZeroShotJob"),
 }
 
 
@@ -194,6 +197,8 @@ def test_every_job_field_is_a_flag_with_the_fields_default_and_help(script, scri
         assert flag["default"] == default, (script, spec.name)
         # (absl puts an enum's values before its help: "<a|b>: help")
         assert flag["help"].endswith(spec.help), (script, spec.name)
+    if not issubclass(job_class, settings.TrainerSettings):
+        return
     assert recorded["use_tpu"]["default"] is False
     assert recorded["tpu_name"] == {"alias_of": "tpu"}
     assert recorded["iterations_per_loop"] == {"alias_of": "steps_per_loop"}
