@@ -42,6 +42,8 @@ The run is `modeling.analysis.heads.run`; this script only parses flags.
 
 import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-order
 
+import dataclasses
+
 from absl import flags
 
 import common_flags
@@ -87,7 +89,6 @@ flags.DEFINE_integer("max_seq_length", 128, "Sequence length of the examples.")
 flags.DEFINE_string("task_name", None, "The task (as run_classifier.py's --task_name).")
 flags.DEFINE_string("data_dir", None, "The task's data directory.")
 flags.DEFINE_string("processor", None, "A DataProcessor: path/to/my_task.py:MyProcessor.")
-flags.DEFINE_enum("file_format", "tsv", ["tsv", "csv", "jsonl"], "generic: data file format.")
 flags.DEFINE_string("text_a_column", "0", "generic: column of text_a.")
 flags.DEFINE_string("text_b_column", None, "generic: column of text_b.")
 flags.DEFINE_string("label_column", "1", "generic: column of the label.")
@@ -96,6 +97,12 @@ flags.DEFINE_list("labels", None, "generic: the label list.")
 flags.DEFINE_string("train_file", None, "generic: training file name in --data_dir.")
 flags.DEFINE_string("dev_file", None, "generic: dev file name in --data_dir.")
 flags.DEFINE_string("xnli_language", "zh", "xnli: the language.")
+# The ClassifierJob fields whose flags are run_classifier's as they are (same default and help);
+# the others above are worded for pruning.
+_CLASSIFIER_FLAGS = ("file_format",)
+common_flags.define_job_flags(classifier_job.ClassifierJob, exclude=[
+    field.name for field in dataclasses.fields(classifier_job.ClassifierJob)
+    if field.name not in _CLASSIFIER_FLAGS])
 
 
 def main(_):

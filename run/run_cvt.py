@@ -22,50 +22,10 @@ This script only parses flags: the run is `modeling.cvt.job.run`.
 
 import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-order
 
-from absl import flags
-
 import common_flags
 from modeling.cvt import job as cvt_job
 
-flags.DEFINE_string("train_file", None, "Labelled training sentences (CoNLL, BIO). "
-                    "None: the bundled demo.")
-flags.DEFINE_string("dev_file", None, "Labelled dev sentences (CoNLL, BIO).")
-flags.DEFINE_string("test_file", None, "Labelled test sentences (CoNLL, BIO).")
-flags.DEFINE_string("unlabeled_file", None,
-                    "Unlabelled text, one sentence per line (for --use_unlabeled).")
-flags.DEFINE_string("vocab_file", None,
-                    "Word vocabulary (ELMo's format); default data/sample/elmo/vocab.txt.")
-flags.DEFINE_string("output_dir", None, "Where checkpoints and results are written.")
-flags.DEFINE_bool("do_lower_case", True, "Lower case words before the vocabulary lookup.")
-flags.DEFINE_bool("use_unlabeled", True,
-                  "Cross-view training on --unlabeled_file; False: labelled data only.")
-flags.DEFINE_integer("max_seq_length", 48, "Words per sentence; words beyond are predicted O.")
-flags.DEFINE_integer("embedding_dim", 32, "Word vector width.")
-flags.DEFINE_integer("lstm_dim", 32, "LSTM units per direction (both layers).")
-flags.DEFINE_integer("hidden_dim", 32, "Hidden width of the prediction modules.")
-flags.DEFINE_float("dropout", 0.3, "Dropout on embeddings and LSTM outputs.")
-flags.DEFINE_float("word_dropout", 0.3,
-                   "Training: each word is replaced by <UNK> with this probability.")
-flags.DEFINE_float("unlabeled_weight", 0.5, "Weight of the cross-view loss.")
-flags.DEFINE_integer("unlabeled_start_step", 100,
-                     "Step at which the cross-view loss starts (the primary module first "
-                     "learns from the labelled sentences).")
-flags.DEFINE_integer("unlabeled_rampup_steps", 100,
-                     "Steps over which the cross-view loss's weight rises linearly from 0 to "
-                     "--unlabeled_weight.")
-flags.DEFINE_bool("unlabeled_trains_embeddings", True,
-                  "Whether the cross-view loss also trains the word embeddings (as in the "
-                  "paper; False: only the first LSTM layer and the auxiliary modules).")
-flags.DEFINE_integer("train_batch_size", 16, "Labelled sentences per step.")
-flags.DEFINE_integer("unlabeled_batch_size", 32, "Unlabelled sentences per step.")
-flags.DEFINE_integer("eval_batch_size", 32, "Sentences per eval batch.")
-flags.DEFINE_float("learning_rate", 3e-3, "Peak learning rate.")
-flags.DEFINE_integer("num_train_steps", 400, "Training steps.")
-flags.DEFINE_float("warmup_proportion", 0.1, "Proportion of training with linear warmup.")
-flags.DEFINE_integer("save_checkpoints_steps", 1000, "How often to save a checkpoint.")
-flags.DEFINE_integer("demo_num_labeled", 40, "The demo's labelled training sentences.")
-flags.DEFINE_integer("seed", 1, "Random seed for weights, dropout and input shuffling.")
-common_flags.define_trainer_flags()
+common_flags.define_job_flags(cvt_job.CvtJob)
 
 
 def main(_):

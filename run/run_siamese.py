@@ -33,39 +33,11 @@ import common_flags
 from modeling.tasks import siamese_job
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("model_family", "bert", "The encoder's model family (bert, albert, ...).")
-flags.DEFINE_string("data_dir", None, "Directory with train.tsv and dev.tsv.")
-flags.DEFINE_string("train_file", None, "Training pairs (a path, or a name in --data_dir).")
-flags.DEFINE_string("dev_file", None, "Dev pairs (a path, or a name in --data_dir).")
-flags.DEFINE_string("bert_config_file", None,
-                    "The config json file corresponding to the pre-trained BERT model "
-                    "(Google's bert_config.json or HF's config.json).")
-flags.DEFINE_string("vocab_file", None, "The vocabulary file that the BERT model was trained on.")
-flags.DEFINE_string("output_dir", None, "Where checkpoints and results are written.")
-flags.DEFINE_string("init_checkpoint", None,
-                    "Initial checkpoint: a Google bert_model.ckpt prefix, a checkpoint of "
-                    "this project, or HF safetensors (e.g. all-MiniLM-L6-v2).")
-flags.DEFINE_bool("do_lower_case", True, "Lower case the input (True for uncased models).")
-flags.DEFINE_integer("max_seq_length", 64, "Maximum word pieces per text with [CLS] and [SEP].")
-flags.DEFINE_bool("do_train", False, "Whether to run training.")
-flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
-flags.DEFINE_integer("train_batch_size", 32,
-                     "Total batch size for training (the in-batch loss's negatives).")
-flags.DEFINE_integer("eval_batch_size", 32, "Total batch size for eval.")
-flags.DEFINE_float("learning_rate", 2e-5, "The initial learning rate for Adam.")
-flags.DEFINE_float("num_train_epochs", 1.0, "Total number of training epochs to perform.")
-flags.DEFINE_float("warmup_proportion", 0.1, "Proportion of training with linear warmup.")
-flags.DEFINE_integer("save_checkpoints_steps", 1000, "How often to save the model checkpoint.")
-flags.DEFINE_enum("pooling", "mean", ["cls", "mean", "max"],
-                  "Sentence vector: [CLS] vector, mean or max over the real tokens.")
-flags.DEFINE_enum("similarity", "cosine", ["cosine", "dot"], "Score of two sentence vectors.")
-flags.DEFINE_enum("loss", "in_batch", ["in_batch", "softmax", "cosine"],
-                  "in_batch: multiple-negatives ranking over the batch; softmax: "
-                  "Sentence-BERT classifier over (u, v, |u-v|); cosine: MSE of cos(u, v).")
+# --scale and --temperature are the script's: either gives SiameseJob.scale (not a derived
+# flag, see its field), so --scale has no default of its own.
 flags.DEFINE_float("scale", None, "Multiplier of the in-batch similarities (default 20).")
 flags.DEFINE_float("temperature", None, "1 / --scale (give one of the two).")
-flags.DEFINE_integer("seed", None, "Random seed for weights, dropout and input shuffling.")
-common_flags.define_trainer_flags()
+common_flags.define_job_flags(siamese_job.SiameseJob)
 
 
 def main(_):

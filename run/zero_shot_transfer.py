@@ -13,26 +13,14 @@ Chinese translations, which no model was fine-tuned on. The work is
 
 import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-order
 
-from absl import flags
-
+import common_flags
 from modeling.tasks import zero_shot
 
-FLAGS = flags.FLAGS
-_DEFAULTS = zero_shot.ZeroShotJob()
-flags.DEFINE_string("output_dir", None, "Where both models' runs and zero_shot.json go.")
-flags.DEFINE_float("language_sampling_alpha", _DEFAULTS.language_sampling_alpha,
-                   "mBERT's smoothing exponent for the multilingual model's corpus.")
-flags.DEFINE_integer("pretrain_steps", None, "Pre-training steps (default: the demo's).")
-flags.DEFINE_float("num_train_epochs", _DEFAULTS.num_train_epochs, "Fine-tuning epochs.")
-flags.DEFINE_float("learning_rate", _DEFAULTS.learning_rate, "Fine-tuning learning rate.")
-flags.DEFINE_integer("seed", _DEFAULTS.seed, "Seed of every run.")
+common_flags.define_job_flags(zero_shot.ZeroShotJob)
 
 
 def main(_):
-    rows = zero_shot.run(zero_shot.ZeroShotJob(
-        output_dir=FLAGS.output_dir, language_sampling_alpha=FLAGS.language_sampling_alpha,
-        pretrain_steps=FLAGS.pretrain_steps, num_train_epochs=FLAGS.num_train_epochs,
-        learning_rate=FLAGS.learning_rate, seed=FLAGS.seed))
+    rows = zero_shot.run(common_flags.job_from_flags(zero_shot.ZeroShotJob))
     print(zero_shot.format_table(rows))
 
 

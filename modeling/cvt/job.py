@@ -68,6 +68,7 @@ from modeling.training import optimization
 from modeling.training import settings
 from modeling.training import trainer as trainer_lib
 from modeling.training import validation
+from modeling.training.options import option
 
 __all__ = ["CvtJob", "CvtJobError", "CvtResult", "DEFAULT_VOCAB", "run"]
 
@@ -81,33 +82,44 @@ LABEL_LIST_FILE = "label_list.txt"
 class CvtJob(settings.TrainerSettings):
     """Everything a CVT run needs; the fields are `run_cvt.py`'s flags."""
 
-    train_file: Optional[str] = None
-    dev_file: Optional[str] = None
-    test_file: Optional[str] = None
-    unlabeled_file: Optional[str] = None
-    vocab_file: Optional[str] = None
-    output_dir: Optional[str] = None
-    do_lower_case: bool = True
-    use_unlabeled: bool = True
-    max_seq_length: int = 48
-    embedding_dim: int = 32
-    lstm_dim: int = 32
-    hidden_dim: int = 32
-    dropout: float = 0.3
-    word_dropout: float = 0.3
-    unlabeled_trains_embeddings: bool = True
-    unlabeled_weight: float = 0.5
-    unlabeled_start_step: int = 100
-    unlabeled_rampup_steps: int = 100
-    train_batch_size: int = 16
-    unlabeled_batch_size: int = 32
-    eval_batch_size: int = 32
-    learning_rate: float = 3e-3
-    num_train_steps: int = 400
-    warmup_proportion: float = 0.1
-    save_checkpoints_steps: int = 1000
-    demo_num_labeled: int = 40
-    seed: Optional[int] = 1
+    train_file: Optional[str] = option(
+        None, "Labelled training sentences (CoNLL, BIO). None: the bundled demo.")
+    dev_file: Optional[str] = option(None, "Labelled dev sentences (CoNLL, BIO).")
+    test_file: Optional[str] = option(None, "Labelled test sentences (CoNLL, BIO).")
+    unlabeled_file: Optional[str] = option(
+        None, "Unlabelled text, one sentence per line (for --use_unlabeled).")
+    vocab_file: Optional[str] = option(
+        None, "Word vocabulary (ELMo's format); default data/sample/elmo/vocab.txt.")
+    output_dir: Optional[str] = option(None, "Where checkpoints and results are written.")
+    do_lower_case: bool = option(True, "Lower case words before the vocabulary lookup.")
+    use_unlabeled: bool = option(
+        True, "Cross-view training on --unlabeled_file; False: labelled data only.")
+    max_seq_length: int = option(48, "Words per sentence; words beyond are predicted O.")
+    embedding_dim: int = option(32, "Word vector width.")
+    lstm_dim: int = option(32, "LSTM units per direction (both layers).")
+    hidden_dim: int = option(32, "Hidden width of the prediction modules.")
+    dropout: float = option(0.3, "Dropout on embeddings and LSTM outputs.")
+    word_dropout: float = option(
+        0.3, "Training: each word is replaced by <UNK> with this probability.")
+    unlabeled_trains_embeddings: bool = option(
+        True, "Whether the cross-view loss also trains the word embeddings (as in the "
+        "paper; False: only the first LSTM layer and the auxiliary modules).")
+    unlabeled_weight: float = option(0.5, "Weight of the cross-view loss.")
+    unlabeled_start_step: int = option(
+        100, "Step at which the cross-view loss starts (the primary module first "
+        "learns from the labelled sentences).")
+    unlabeled_rampup_steps: int = option(
+        100, "Steps over which the cross-view loss's weight rises linearly from 0 to "
+        "--unlabeled_weight.")
+    train_batch_size: int = option(16, "Labelled sentences per step.")
+    unlabeled_batch_size: int = option(32, "Unlabelled sentences per step.")
+    eval_batch_size: int = option(32, "Sentences per eval batch.")
+    learning_rate: float = option(3e-3, "Peak learning rate.")
+    num_train_steps: int = option(400, "Training steps.")
+    warmup_proportion: float = option(0.1, "Proportion of training with linear warmup.")
+    save_checkpoints_steps: int = option(1000, "How often to save a checkpoint.")
+    demo_num_labeled: int = option(40, "The demo's labelled training sentences.")
+    seed: Optional[int] = option(1, "Random seed for weights, dropout and input shuffling.")
 
 
 @dataclasses.dataclass

@@ -86,6 +86,7 @@ from modeling.training import optimization
 from modeling.training import settings
 from modeling.training import trainer as trainer_lib
 from modeling.training import validation
+from modeling.training.options import option
 
 __all__ = ["DistillationJob", "DistillationError", "DistillationResult", "STYLES",
            "load_classifier", "read_transfer_examples", "run"]
@@ -100,55 +101,73 @@ _HEAD_NAMES = ("output_weights", "output_bias")
 class DistillationJob(settings.TrainerSettings):
     """Everything a distillation run needs; the fields are `run_distillation.py`'s flags."""
 
-    style: str = "mtdnn"
-    model_family: str = "bert"
-    # Teachers: one config for all, or one per checkpoint (lists or comma-separated).
-    teacher_config_file: Any = None
-    teacher_checkpoints: Any = None
-    # Student: its config (distilbert: default the teacher's width, half its layers).
-    student_config_file: Optional[str] = None
-    student_init_checkpoint: Optional[str] = None
+    style: str = option(
+        "mtdnn", "mtdnn (ensemble soft targets), distilbert (masked LM, every-other-layer "
+        "student) or tinybert (layer-wise distillation).", choices=STYLES)
+    model_family: str = option("bert", "The encoders' model family.")
+    # Lists, or (from Python) one comma-separated string.
+    teacher_config_file: Optional[List[str]] = option(
+        None, "The teachers' bert_config.json: one for all, or one per checkpoint.")
+    teacher_checkpoints: Optional[List[str]] = option(
+        None, "Teacher checkpoints (comma-separated): run_classifier.py output dirs or "
+        "ckpt-N, Google TF1 checkpoints; distilbert: a pre-trained BERT with its "
+        "MLM head. Empty with --alpha=0: the student alone on the labels.")
+    student_config_file: Optional[str] = option(
+        None, "The student's bert_config.json (distilbert: default the teacher's width "
+        "and half its layers).")
+    student_init_checkpoint: Optional[str] = option(
+        None, "Start the student from this checkpoint (a pre-trained small BERT, or an "
+        "earlier run's student/ export).")
     # Classification data (mtdnn, tinybert): as run_classifier.py.
-    task_name: Optional[str] = None
-    processor: Any = None
-    data_dir: Optional[str] = None
-    file_format: str = "tsv"
-    text_a_column: Optional[str] = "0"
-    text_b_column: Optional[str] = None
-    label_column: Optional[str] = "1"
-    guid_column: Optional[str] = None
-    has_header: bool = True
-    labels: Optional[List[str]] = None
-    train_file: Optional[str] = None
-    dev_file: Optional[str] = None
-    vocab_file: Optional[str] = None
-    do_lower_case: bool = True
-    transfer_file: Optional[str] = None
+    task_name: Optional[str] = option(None, "Classification task (mrpc, cola, generic, ...).")
+    processor: Any = option(None, "Your DataProcessor: path/to/my_task.py:MyProcessor.")
+    data_dir: Optional[str] = option(None, "The task's data directory.")
+    file_format: str = option("tsv", "generic: data file format.",
+                              choices=("tsv", "csv", "jsonl"))
+    text_a_column: Optional[str] = option("0", "generic: column of text_a.")
+    text_b_column: Optional[str] = option(None, "generic: column of text_b.")
+    label_column: Optional[str] = option("1", "generic: column of the label.")
+    guid_column: Optional[str] = option(None, "generic: column of an example id.")
+    has_header: bool = option(True, "generic: files start with a header row.")
+    labels: Optional[List[str]] = option(None, "generic: the label list.")
+    train_file: Optional[str] = option(None, "generic: training file name in --data_dir.")
+    dev_file: Optional[str] = option(None, "generic: dev file name in --data_dir.")
+    vocab_file: Optional[str] = option(None, "The vocabulary shared by teachers and student.")
+    do_lower_case: bool = option(True, "Lower case the input text.")
+    transfer_file: Optional[str] = option(
+        None, "Unlabeled examples the teachers label (one per line: text_a, or "
+        "text_a<TAB>text_b); they count in the soft loss only.")
     # Masked-LM data (distilbert): create_pretraining_data.py TFRecords.
-    input_file: Optional[str] = None
-    eval_input_file: Optional[str] = None
-    max_predictions_per_seq: int = 20
-    max_seq_length: int = 128
-    output_dir: Optional[str] = None
-    do_train: bool = False
-    do_eval: bool = False
-    train_batch_size: int = 32
-    eval_batch_size: int = 8
-    learning_rate: float = 5e-5
-    num_train_epochs: float = 3.0
-    num_train_steps: Optional[int] = None
-    warmup_proportion: float = 0.1
-    save_checkpoints_steps: int = 1000
+    input_file: Optional[str] = option(
+        None, "distilbert: training TFRecords (comma-separated globs).")
+    eval_input_file: Optional[str] = option(None, "distilbert: dev TFRecords.")
+    max_predictions_per_seq: int = option(20, "distilbert: masked positions per sequence.")
+    max_seq_length: int = option(128, "Maximum sequence length.")
+    output_dir: Optional[str] = option(None, "Where checkpoints and results are written.")
+    do_train: bool = option(False, "Whether to train the student.")
+    do_eval: bool = option(False, "Whether to evaluate and compare teacher and student.")
+    train_batch_size: int = option(32, "Total batch size for training.")
+    eval_batch_size: int = option(8, "Total batch size for eval (and latency).")
+    learning_rate: float = option(5e-5, "The initial learning rate.")
+    num_train_epochs: float = option(3.0, "Epochs over labelled + transfer examples.")
+    num_train_steps: Optional[int] = option(
+        None, "Training steps (overrides --num_train_epochs).")
+    warmup_proportion: float = option(0.1, "Proportion of training with linear warmup.")
+    save_checkpoints_steps: int = option(1000, "How often to save a checkpoint.")
     # The losses.
-    temperature: float = 1.0
-    alpha: float = 0.5
-    soft_loss_weight: float = 5.0
-    mlm_loss_weight: float = 2.0
-    cos_loss_weight: float = 1.0
-    layer_map: Optional[str] = None
-    stage: str = "both"
-    latency_runs: int = 5
-    seed: Optional[int] = None
+    temperature: float = option(1.0, "Softmax temperature T of the soft targets.")
+    alpha: float = option(0.5, "mtdnn: loss = alpha T^2 soft CE + (1 - alpha) hard CE.")
+    soft_loss_weight: float = option(5.0, "distilbert: weight of the soft MLM loss.")
+    mlm_loss_weight: float = option(2.0, "distilbert: weight of the hard MLM loss.")
+    cos_loss_weight: float = option(1.0, "distilbert: weight of the hidden-state cosine loss.")
+    layer_map: Optional[str] = option(
+        None, "tinybert: student:teacher layer pairs, 0-based (\"0:2,1:5\"); default "
+        "uniform, student s -> teacher (s+1)N/M-1.")
+    stage: str = option(
+        "both", "tinybert: layer-wise losses, the prediction-layer soft loss, or both.",
+        choices=("intermediate", "prediction", "both"))
+    latency_runs: int = option(5, "Timed forward passes per model (after warm-up).")
+    seed: Optional[int] = option(None, "Random seed for weights, dropout and input shuffling.")
 
 
 @dataclasses.dataclass

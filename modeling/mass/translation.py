@@ -56,6 +56,7 @@ from modeling.training import distribute
 from modeling.training import optimization
 from modeling.training import run_lock
 from modeling.training import trainer as trainer_lib
+from modeling.training.options import option
 
 __all__ = ["ParallelFileError", "TranslationJob", "detokenize", "encode_pairs",
            "read_parallel_file", "run", "split_pairs"]
@@ -73,27 +74,35 @@ class ParallelFileError(ValueError):
 class TranslationJob:
     """A translation fine-tune and its BLEU evaluation (see the module docstring)."""
 
-    output_dir: Optional[str] = None
-    init_checkpoint: Optional[str] = None
-    config_file: Optional[str] = None
-    parallel_file: str = SAMPLE_PARALLEL_FILE
-    vocab_file: str = SAMPLE_VOCAB_FILE
-    do_lower_case: bool = True
-    source_language_id: int = 0
-    target_language_id: int = 1
-    eval_every: int = 10
-    max_seq_length: int = 32
-    train_batch_size: int = 32
-    learning_rate: float = 1e-3
-    num_train_steps: int = 1000
-    num_warmup_steps: int = 100
-    save_checkpoints_steps: int = 1000
-    log_steps: int = 100
-    beam_size: int = 4
-    length_penalty: float = 0.6
-    max_decode_length: Optional[int] = None
-    bleu_tokenize: str = "zh"
-    seed: Optional[int] = 12345
+    output_dir: Optional[str] = option(None, "Checkpoints and results of the fine-tune.")
+    init_checkpoint: Optional[str] = option(
+        None, "The MASS pre-training output directory (or a ckpt-N prefix in it).")
+    config_file: Optional[str] = option(
+        None, "mass_config.json (default: the one beside --init_checkpoint).")
+    parallel_file: str = option(
+        SAMPLE_PARALLEL_FILE, "source<TAB>target lines; every --eval_every-th pair is held out.")
+    vocab_file: str = option(SAMPLE_VOCAB_FILE, "The WordPiece vocabulary.")
+    do_lower_case: bool = option(True, "Lower-case the text.")
+    source_language_id: int = option(
+        0, "Language id of the sources (the pre-training's: 0 English, 1 Chinese).")
+    target_language_id: int = option(1, "Language id of the targets.")
+    eval_every: int = option(10, "Hold out every N-th pair.")
+    max_seq_length: int = option(
+        32, "Longest source (and target) in tokens, [CLS] and [SEP] included.")
+    train_batch_size: int = option(32, "Batch size.")
+    learning_rate: float = option(1e-3, "Peak learning rate (AdamW).")
+    num_train_steps: int = option(1000, "Training steps.")
+    num_warmup_steps: int = option(100, "Warm-up steps.")
+    save_checkpoints_steps: int = option(1000, "How often to save a checkpoint.")
+    log_steps: int = option(100, "How often to log.")
+    beam_size: int = option(4, "Beam size (1: greedy).")
+    length_penalty: float = option(
+        0.6, "GNMT length penalty alpha of the beam search (0: none).")
+    max_decode_length: Optional[int] = option(
+        None, "Most tokens per translation (default: max_seq_length - 1).")
+    bleu_tokenize: str = option("zh", "BLEU tokenization (zh: character level for Chinese).",
+                                choices=("zh", "13a", "none"))
+    seed: Optional[int] = option(12345, "Random seed.")
 
 
 def read_parallel_file(path):

@@ -39,6 +39,7 @@ from modeling.training import run_lock
 from modeling.training import settings
 from modeling.training import validation
 from modeling.training import trainer as trainer_lib
+from modeling.training.options import option
 
 __all__ = ["DEMO_DEFAULTS", "PretrainingJob", "REPO_ROOT", "SAMPLE_DIR", "run"]
 
@@ -61,37 +62,48 @@ BASELINE_TRAIN_EXAMPLES = 20000
 
 
 @dataclasses.dataclass
-class PretrainingJob(settings.TrainerSettings):
-    """Everything a pre-training run needs (see `run/run_pretraining.py`)."""
+class PretrainingJob(settings.TrainerSettings, settings.DataServiceSettings):
+    """Everything a pre-training run needs; the fields are `run/run_pretraining.py`'s flags."""
 
-    output_dir: Optional[str] = None
-    recipe: str = "bert"
-    input_file: Optional[str] = None
-    eval_input_file: Optional[str] = None
-    bert_config_file: Optional[str] = None
-    init_checkpoint: Optional[str] = None
-    vocab_file: Optional[str] = None
-    merges_file: Optional[str] = None
-    do_lower_case: bool = True
-    max_seq_length: int = 128
-    max_predictions_per_seq: int = 20
-    do_train: bool = False
-    do_eval: bool = False
-    train_batch_size: int = 32
-    eval_batch_size: int = 8
-    learning_rate: float = 5e-5
-    num_train_steps: int = 100000
-    num_warmup_steps: int = 10000
-    save_checkpoints_steps: int = 1000
-    max_eval_steps: int = 100
-    seed: Optional[int] = None
-    # Training batches from a tf.data service (data.input_pipeline.data_service_input_fn).
-    data_service_address: Optional[str] = None
-    data_service_job_name: Optional[str] = None
-    demo: bool = False
-    # The demo's text files (default: the bundled data/sample/sample_*.txt),
-    # split by documents like them.
-    demo_texts: Optional[List[str]] = None
+    output_dir: Optional[str] = option(
+        None, "The output directory where the model checkpoints will be written.")
+    recipe: str = option(
+        "bert", "Pre-training recipe: a name (%s) or a recipe JSON file. With "
+        "--input_file, make the inputs the recipe's pipeline reads (see README)."
+        % ", ".join(recipes.list_recipes()))
+    input_file: Optional[str] = option(
+        None, "Input files (a glob or comma separated): TFRecords, or raw text for "
+        "recipes that read it. Not given: the demo job on the bundled corpus.")
+    eval_input_file: Optional[str] = option(
+        None, "Held-out input files for --do_eval (default: --input_file, as Google's "
+        "script evaluates on its training files).")
+    bert_config_file: Optional[str] = option(
+        None, "The config json file of the model (the recipe's family: "
+        "bert_config.json, albert_config.json, HF config.json).")
+    init_checkpoint: Optional[str] = option(
+        None, "Initial checkpoint (usually from a pre-trained BERT model).")
+    vocab_file: Optional[str] = option(
+        None, "Vocabulary of recipes that tokenize raw text (and of the demo job).")
+    merges_file: Optional[str] = option(
+        None, "BPE merges of byte-level BPE recipes (GPT-2).")
+    do_lower_case: bool = option(True, "Lower-case raw text (recipes that tokenize it).")
+    max_seq_length: int = option(128, "The maximum total input sequence length.")
+    max_predictions_per_seq: int = option(
+        20, "Maximum number of masked LM predictions per sequence.")
+    do_train: bool = option(False, "Whether to run training.")
+    do_eval: bool = option(False, "Whether to run eval on the dev set.")
+    train_batch_size: int = option(32, "Total batch size for training.")
+    eval_batch_size: int = option(8, "Total batch size for eval.")
+    learning_rate: float = option(5e-5, "The initial learning rate for Adam.")
+    num_train_steps: int = option(100000, "Number of training steps.")
+    num_warmup_steps: int = option(10000, "Number of warmup steps.")
+    save_checkpoints_steps: int = option(1000, "How often to save the model checkpoint.")
+    max_eval_steps: int = option(100, "Maximum number of eval steps.")
+    seed: Optional[int] = option(None, "Random seed for weights and input shuffling.")
+    demo: bool = option(False, "The demo job on the bundled corpus (`for_demo`).", flag=False)
+    demo_texts: Optional[List[str]] = option(
+        None, "The demo's text files (default: the bundled data/sample/sample_*.txt), split "
+        "by documents like them.", flag=False)
 
     @classmethod
     def for_demo(cls, **overrides):

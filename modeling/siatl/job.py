@@ -47,7 +47,7 @@ one-line message naming the flag, file or line. Registered as
 
 import dataclasses
 import os
-from typing import Optional
+from typing import Any, List, Optional
 
 from absl import logging
 import numpy as np
@@ -68,6 +68,7 @@ from modeling.training import optimization
 from modeling.training import settings
 from modeling.training import trainer as trainer_lib
 from modeling.training import validation
+from modeling.training.options import option
 
 __all__ = ["SiatlInputFormat", "SiatlJob", "SiatlJobError", "SiatlResult", "Stage", "run",
            "stage_plan"]
@@ -85,26 +86,72 @@ class SiatlJob(classifier_job.ClassifierJob):
 
     run_classifier's fields (its data flags, batch sizes, epochs), with SiATL's
     defaults for the family and the rate, plus SiATL's own. run_classifier's
-    GPT-only, export and tf.data-service fields are refused if set.
+    GPT-only, export and tf.data-service fields are refused if set (and are
+    not on run_siatl.py's command line).
     """
 
-    # The pre-trained LM: its family (config file format and network) and the
-    # registered objective it was pre-trained with (the auxiliary loss).
-    model_family: str = "ulmfit"
-    lm_objective: str = "word_lm"
-    max_seq_length: int = 64
-    learning_rate: float = 1e-3
-    # SiATL: sequential unfreezing (updates per stage; None: see the module
-    # docstring), the task model, the auxiliary LM loss weight.
-    stage_1_steps: Optional[int] = None
-    stage_2_steps: Optional[int] = None
-    stage_3_steps: Optional[int] = None
-    task_hidden_size: int = 64
-    attention_size: Optional[int] = None
-    task_dropout: float = 0.2
-    aux_lm_weight_start: float = 0.2
-    aux_lm_weight_end: float = 0.1
-    aux_lm_weight_decay: str = model_lib.EXPONENTIAL
+    CLI_EXCLUDE = ("data_service_address", "data_service_job_name", "features",
+                   "ids_num_labels", "ids_label_from_last_id", "ids_cls_id", "ids_sep_id",
+                   "ids_offset", "ids_keep", "xnli_train_language", "merges_file",
+                   "input_transformation", "lm_loss_weight", "export_dir")
+
+    # run_classifier's fields, worded for (and with the defaults of) a pre-trained LM.
+    model_family: str = option(
+        "ulmfit", "Family of the pre-trained LM (its config file format and network).")
+    data_dir: Optional[str] = option(
+        None, "The input data dir (train/dev/test files of the task).")
+    bert_config_file: Optional[str] = option(
+        None, "The LM's config file (ulmfit_config.json of the pre-training output).")
+    vocab_file: Optional[str] = option(
+        None, "The LM's word vocabulary (<S> </S> <UNK>, then one word per line).")
+    output_dir: Optional[str] = option(None, "Where checkpoints and results are written.")
+    init_checkpoint: Optional[str] = option(
+        None, "The pre-trained LM: a run_pretraining.py output dir or ckpt-N prefix.")
+    do_lower_case: bool = option(True, "Lower case the input text.")
+    max_seq_length: int = option(
+        64, "Words per example with <S> and </S>; longer texts are cut.")
+    do_predict: bool = option(False, "Whether to predict the test set.")
+    learning_rate: float = option(1e-3, "Peak learning rate of every stage.")
+    num_train_epochs: float = option(
+        3.0, "Epochs of stage 3 when --stage_3_steps is not given.")
+    warmup_proportion: float = option(0.1, "Warm-up share of each stage's updates.")
+    save_checkpoints_steps: int = option(1000, "How often to save a checkpoint.")
+    processor: Any = option(
+        None, "A DataProcessor in your own file: path/to/my_task.py:MyProcessor.")
+    text_a_column: Optional[str] = option("0", "generic: column of text_a (index or name).")
+    text_b_column: Optional[str] = option(None, "generic: column of text_b (index or name).")
+    labels: Optional[List[str]] = option(
+        None, "generic: the label list (default: from the training file).")
+    task_type: str = option(
+        processors_lib.CLASSIFICATION, "generic: classification, multi_label or regression.",
+        choices=processors_lib.TASK_TYPES)
+    label_separator: str = option(",", "generic: separator of multi-label labels.")
+    train_file: Optional[str] = option(None, "generic: training file name in --data_dir.")
+    dev_file: Optional[str] = option(None, "generic: dev file name in --data_dir.")
+    test_file: Optional[str] = option(None, "generic: test file name in --data_dir.")
+    eval_metrics: Optional[List[str]] = option(
+        None, "generic: metrics besides eval_accuracy/eval_loss (f1, mcc, ...).")
+    # The registered objective the LM was pre-trained with (the auxiliary loss).
+    lm_objective: str = option(
+        "word_lm", "The LM's pre-training objective (a registered name): the auxiliary loss.")
+    # SiATL: sequential unfreezing (updates per stage), the task model, the
+    # auxiliary LM loss weight.
+    stage_1_steps: Optional[int] = option(
+        None, "Updates of stage 1 (new layers only); default one epoch; 0 skips it.")
+    stage_2_steps: Optional[int] = option(
+        None, "Updates of stage 2 (the pre-trained LM only); default one epoch; 0 skips it.")
+    stage_3_steps: Optional[int] = option(
+        None, "Updates of stage 3 (everything); default --num_train_epochs epochs.")
+    task_hidden_size: int = option(64, "Units of each direction of the task BiLSTM.")
+    attention_size: Optional[int] = option(
+        None, "Units of the attention's tanh layer (default 2 x --task_hidden_size).")
+    task_dropout: float = option(0.2, "Dropout on the attention-pooled vector.")
+    aux_lm_weight_start: float = option(0.2, "Weight of the auxiliary LM loss at the start.")
+    aux_lm_weight_end: float = option(0.1, "Weight of the auxiliary LM loss at the end.")
+    aux_lm_weight_decay: str = option(
+        model_lib.EXPONENTIAL,
+        "How the auxiliary weight goes from start to end over all stages' updates.",
+        choices=model_lib.GAMMA_DECAYS)
 
 
 @dataclasses.dataclass

@@ -65,88 +65,131 @@ from modeling.training import optimization
 from modeling.training import settings
 from modeling.training import validation
 from modeling.training import trainer as trainer_lib
+from modeling.training.options import option
 
-# Families whose networks are used frozen, as features (`--features`).
-FEATURE_FAMILIES = ("elmo", "cove")
+__all__ = ["ClassifierJob", "ClassifierJobError", "ClassifierResult", "PooledInputFormat",
+           "build_processor", "feature_families", "labels_and_metrics", "run"]
 
-__all__ = ["FEATURE_FAMILIES", "ClassifierJob", "ClassifierJobError", "ClassifierResult",
-           "PooledInputFormat", "build_processor", "labels_and_metrics", "run"]
+
+def feature_families():
+    """Families whose networks are used frozen, as features (`--features`): the registry's."""
+    return registry.families_with("frozen_features")
 
 
 @dataclasses.dataclass
-class ClassifierJob(settings.TrainerSettings):
+class ClassifierJob(settings.TrainerSettings, settings.DataServiceSettings):
     """Everything a fine-tuning run needs; the fields are `run_classifier.py`'s flags.
 
     `processor` is a ``path/to/my_task.py:MyProcessor`` spec (as the flag),
     or, from Python, a `DataProcessor` class or instance (used as it is).
     """
 
-    # The encoder's family (a name of `modeling.registry.families`: one whose
-    # encoder has a pooled output, bert, albert, ..., or one with a registered
-    # input format, gpt); its config file format and how inputs are framed.
-    model_family: str = "bert"
-    # A frozen network's features under a task model (ELMo's, CoVe's): the
-    # same as model_family=<features>; None fine-tunes model_family.
-    features: Optional[str] = None
+    # The encoder's family: a name of `modeling.registry.families` whose
+    # encoder has a pooled output, or one with a registered input format.
+    model_family: str = option(
+        "bert", "The encoder's model family (bert, albert, gpt, ...): how --bert_config_file "
+        "and --init_checkpoint are read and how inputs are framed.")
+    # None fine-tunes model_family.
+    features: Optional[str] = option(
+        None, "Classify over a frozen pre-trained network's features instead of fine-tuning an "
+        "encoder: elmo (a biLM's scalar-mixed layers) or cove (a translation encoder's states "
+        "with the word vectors); the same as --model_family=elmo|cove.",
+        choices=feature_families)
     # Google's flags.
-    data_dir: Optional[str] = None
-    bert_config_file: Optional[str] = None
-    task_name: Optional[str] = None
-    vocab_file: Optional[str] = None
-    output_dir: Optional[str] = None
-    init_checkpoint: Optional[str] = None
-    do_lower_case: bool = True
-    max_seq_length: int = 128
-    do_train: bool = False
-    do_eval: bool = False
-    do_predict: bool = False
-    train_batch_size: int = 32
-    eval_batch_size: int = 8
-    predict_batch_size: int = 8
-    learning_rate: float = 5e-5
-    num_train_epochs: float = 3.0
-    warmup_proportion: float = 0.1
-    save_checkpoints_steps: int = 1000
+    data_dir: Optional[str] = option(
+        None, "The input data dir. Should contain the .tsv files (or other data files) for the "
+        "task.")
+    bert_config_file: Optional[str] = option(
+        None, "The config json file corresponding to the pre-trained BERT model. This "
+        "specifies the model architecture.")
+    task_name: Optional[str] = option(None, "The name of the task to train.")
+    vocab_file: Optional[str] = option(
+        None, "The vocabulary file that the BERT model was trained on.")
+    output_dir: Optional[str] = option(
+        None, "The output directory where the model checkpoints will be written.")
+    init_checkpoint: Optional[str] = option(
+        None, "Initial checkpoint (usually from a pre-trained BERT model): a Google "
+        "bert_model.ckpt prefix, a checkpoint of this project, or HF safetensors.")
+    do_lower_case: bool = option(
+        True, "Whether to lower case the input text. Should be True for uncased models and "
+        "False for cased models.")
+    max_seq_length: int = option(
+        128, "The maximum total input sequence length after WordPiece tokenization. Sequences "
+        "longer than this will be truncated, and sequences shorter than this will be padded.")
+    do_train: bool = option(False, "Whether to run training.")
+    do_eval: bool = option(False, "Whether to run eval on the dev set.")
+    do_predict: bool = option(False,
+                              "Whether to run the model in inference mode on the test set.")
+    train_batch_size: int = option(32, "Total batch size for training.")
+    eval_batch_size: int = option(8, "Total batch size for eval.")
+    predict_batch_size: int = option(8, "Total batch size for predict.")
+    learning_rate: float = option(5e-5, "The initial learning rate for Adam.")
+    num_train_epochs: float = option(3.0, "Total number of training epochs to perform.")
+    warmup_proportion: float = option(
+        0.1, "Proportion of training to perform linear learning rate warmup for. E.g., 0.1 = "
+        "10% of training.")
+    save_checkpoints_steps: int = option(1000, "How often to save the model checkpoint.")
     # Your own processor.
-    processor: Any = None
+    processor: Any = option(
+        None, "A DataProcessor in your own file: path/to/my_task.py:MyProcessor (or "
+        "package.module:MyProcessor). Overrides --task_name.")
     # task_name=generic.
-    file_format: str = "tsv"
-    text_a_column: Optional[str] = "0"
-    text_b_column: Optional[str] = None
-    label_column: Optional[str] = "1"
-    guid_column: Optional[str] = None
-    has_header: bool = True
-    labels: Optional[List[str]] = None
-    task_type: str = processors_lib.CLASSIFICATION
-    label_separator: str = ","
-    train_file: Optional[str] = None
-    dev_file: Optional[str] = None
-    test_file: Optional[str] = None
-    eval_metrics: Optional[List[str]] = None
+    file_format: str = option("tsv", "generic: data file format.",
+                              choices=("tsv", "csv", "jsonl"))
+    text_a_column: Optional[str] = option(
+        "0", "generic: column of text_a (index or header name/key).")
+    text_b_column: Optional[str] = option(
+        None, "generic: column of text_b (index or name); unset for single sentences.")
+    label_column: Optional[str] = option("1", "generic: column of the label (index or name).")
+    guid_column: Optional[str] = option(None, "generic: column of an example id (optional).")
+    has_header: bool = option(True, "generic: tsv/csv files start with a header row.")
+    labels: Optional[List[str]] = option(
+        None, "generic, ids: the label list (comma-separated); default: inferred from the "
+        "training file.")
+    task_type: str = option(
+        processors_lib.CLASSIFICATION, "generic: classification (one label), multi_label "
+        "(several labels per example, separated by --label_separator) or regression (a float "
+        "label).", choices=processors_lib.TASK_TYPES)
+    label_separator: str = option(",",
+                                  "generic: separator of the labels of a multi-label field.")
+    train_file: Optional[str] = option(None, "generic, ids: training file name in --data_dir.")
+    dev_file: Optional[str] = option(None, "generic, ids: dev file name in --data_dir.")
+    test_file: Optional[str] = option(None, "generic, ids: test file name in --data_dir.")
+    eval_metrics: Optional[List[str]] = option(
+        None, "generic, ids: metrics besides eval_accuracy/eval_loss, from accuracy, f1, mcc, "
+        "pearson, spearman, micro_f1, macro_f1.")
     # task_name=ids.
-    ids_num_labels: Optional[int] = None
-    ids_label_from_last_id: bool = False
-    ids_cls_id: Optional[int] = None
-    ids_sep_id: Optional[int] = None
-    ids_offset: int = 0
-    ids_keep: str = "first"
+    ids_num_labels: Optional[int] = option(None, "ids: labels are the integers 0..N-1.")
+    ids_label_from_last_id: bool = option(
+        False, "ids: each line is only ids and the last one is the label (next-id prediction).")
+    ids_cls_id: Optional[int] = option(
+        None, "ids: token id put first (like [CLS]); none if unset.")
+    ids_sep_id: Optional[int] = option(None, "ids: token id ending each sequence (like [SEP]).")
+    ids_offset: int = option(0, "ids: added to every input id.")
+    ids_keep: str = option("first", "ids: which ids a too-long sequence keeps.",
+                           choices=("first", "last"))
     # task_name=xnli.
-    xnli_language: str = "zh"
-    # Train on another language's MultiNLI (e.g. "en": zero-shot transfer); None = xnli_language.
-    xnli_train_language: Optional[str] = None
-    # Families with their own input format (GPT): the BPE merges (vocab_file
-    # is then vocab.json), the input transformation ("auto", "classification",
-    # "entailment", "similarity", "multiple_choice") and the weight of the
-    # auxiliary language-model loss (None: the format's default, GPT's 0.5).
-    merges_file: Optional[str] = None
-    input_transformation: str = "auto"
-    lm_loss_weight: Optional[float] = None
-    # Training batches from a tf.data service (data.input_pipeline.data_service_input_fn).
-    data_service_address: Optional[str] = None
-    data_service_job_name: Optional[str] = None
+    xnli_language: str = option("zh", "xnli: the language to train and evaluate on.")
+    xnli_train_language: Optional[str] = option(
+        None, "xnli: train on this language's MultiNLI instead (en: zero-shot transfer to "
+        "--xnli_language, as multilingual BERT is evaluated).")
+    # Families with their own input format (GPT).
+    merges_file: Optional[str] = option(
+        None, "gpt: the byte-level BPE merges (merges.txt); --vocab_file is then vocab.json.")
+    input_transformation: str = option(
+        "auto", "gpt: how an example becomes sequences: auto (<s> text <e>, <s> a $ b <e>, one "
+        "sequence per candidate for multiple_choice tasks) or similarity (both orders of a "
+        "pair, their <e> states added).",
+        choices=("auto", "classification", "entailment", "similarity", "multiple_choice"))
+    lm_loss_weight: Optional[float] = option(
+        None, "gpt: weight of the auxiliary language-model loss added to the task loss "
+        "(default 0.5, the paper's; 0 disables it).")
     # Serving and randomness.
-    export_dir: Optional[str] = None
-    seed: Optional[int] = None
+    export_dir: Optional[str] = option(
+        None, "Write a SavedModel for serving here: raw strings in (text_a, or text_a and "
+        "text_b with the serving_pair signature), probabilities out, tokenizer inside the "
+        "graph.")
+    seed: Optional[int] = option(None, "Random seed for weights, dropout and input shuffling.")
 
 
 @dataclasses.dataclass
@@ -212,10 +255,14 @@ def _resolve_features(job):
     """`job` with `model_family` set from `features` (a copy; `job` itself is not changed)."""
     if job.features is None:
         return job
-    if job.features not in FEATURE_FAMILIES:
+    families = feature_families()
+    if job.features not in families:
         raise ClassifierJobError("--features=%s: expected one of %s"
-                                 % (job.features, ", ".join(FEATURE_FAMILIES)))
-    if job.model_family not in ("bert", job.features):
+                                 % (job.features, ", ".join(families)))
+    # model_family left at its default, or already the features' family.
+    default_family = next(field.default for field in dataclasses.fields(job)
+                          if field.name == "model_family")
+    if job.model_family not in (default_family, job.features):
         raise ClassifierJobError(
             "--features=%s reads the %s network; leave --model_family unset (it was %s)"
             % (job.features, job.features, job.model_family))

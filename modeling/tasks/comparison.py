@@ -54,6 +54,7 @@ from data import tokenization
 from modeling import checkpoints
 from modeling.checkpoints import object_based
 from modeling.recipes import pretraining
+from modeling.training.options import option
 
 __all__ = ["CompareJob", "MODELS", "build_word_order_task", "compare", "format_table",
            "shuffled"]
@@ -67,15 +68,19 @@ MIN_WORDS = 4
 class CompareJob:
     """What to compare and with which budgets (the script's flags)."""
 
-    output_dir: Optional[str] = None
-    models: List[str] = dataclasses.field(default_factory=lambda: list(MODELS))
-    # Pre-training steps for every model; None = each recipe's demo setting.
-    pretrain_steps: Optional[int] = None
-    # Fine-tuning epochs over the task's training sentences (the same for all).
-    num_train_epochs: float = 3.0
-    train_batch_size: int = 32
-    max_seq_length: int = 48
-    seed: int = 12345
+    output_dir: Optional[str] = option(
+        None, "Where every model's runs and the table are written.")
+    models: List[str] = option(
+        help="Models to compare, in table order: %s." % ",".join(MODELS),
+        default_factory=lambda: list(MODELS))
+    pretrain_steps: Optional[int] = option(
+        None, "Pre-training steps of every model (default: each recipe's demo budget).")
+    num_train_epochs: float = option(
+        3.0, "Fine-tuning epochs over the task's training sentences (all models).")
+    train_batch_size: int = option(32, "Fine-tuning batch size.")
+    max_seq_length: int = option(
+        48, "Tokens per sentence in fine-tuning (word pieces for BERT, words otherwise).")
+    seed: int = option(12345, "Seed of the task's shuffles and of every run.")
 
 
 def shuffled(words, rng):

@@ -62,6 +62,7 @@ from modeling.training import optimization
 from modeling.training import settings
 from modeling.training import trainer as trainer_lib
 from modeling.training import validation
+from modeling.training.options import option
 
 __all__ = ["SiameseJob", "SiameseJobError", "SiameseResult", "run", "retrieval_metrics"]
 
@@ -74,29 +75,45 @@ _LABEL_KIND = {"in_batch": "none", "softmax": "class", "cosine": "float"}
 class SiameseJob(settings.TrainerSettings):
     """Everything a bi-encoder run needs; the fields are `run_siamese.py`'s flags."""
 
-    model_family: str = "bert"
-    data_dir: Optional[str] = None
-    train_file: Optional[str] = None
-    dev_file: Optional[str] = None
-    bert_config_file: Optional[str] = None
-    vocab_file: Optional[str] = None
-    output_dir: Optional[str] = None
-    init_checkpoint: Optional[str] = None
-    do_lower_case: bool = True
-    max_seq_length: int = 64
-    do_train: bool = False
-    do_eval: bool = False
-    train_batch_size: int = 32
-    eval_batch_size: int = 32
-    learning_rate: float = 2e-5
-    num_train_epochs: float = 1.0
-    warmup_proportion: float = 0.1
-    save_checkpoints_steps: int = 1000
-    pooling: str = "mean"
-    similarity: str = "cosine"
-    loss: str = "in_batch"
-    scale: float = siamese.DEFAULT_SCALE
-    seed: Optional[int] = None
+    model_family: str = option("bert", "The encoder's model family (bert, albert, ...).")
+    data_dir: Optional[str] = option(None, "Directory with train.tsv and dev.tsv.")
+    train_file: Optional[str] = option(
+        None, "Training pairs (a path, or a name in --data_dir).")
+    dev_file: Optional[str] = option(None, "Dev pairs (a path, or a name in --data_dir).")
+    bert_config_file: Optional[str] = option(
+        None, "The config json file corresponding to the pre-trained BERT model (Google's "
+        "bert_config.json or HF's config.json).")
+    vocab_file: Optional[str] = option(
+        None, "The vocabulary file that the BERT model was trained on.")
+    output_dir: Optional[str] = option(None, "Where checkpoints and results are written.")
+    init_checkpoint: Optional[str] = option(
+        None, "Initial checkpoint: a Google bert_model.ckpt prefix, a checkpoint of this "
+        "project, or HF safetensors (e.g. all-MiniLM-L6-v2).")
+    do_lower_case: bool = option(True, "Lower case the input (True for uncased models).")
+    max_seq_length: int = option(64, "Maximum word pieces per text with [CLS] and [SEP].")
+    do_train: bool = option(False, "Whether to run training.")
+    do_eval: bool = option(False, "Whether to run eval on the dev set.")
+    train_batch_size: int = option(
+        32, "Total batch size for training (the in-batch loss's negatives).")
+    eval_batch_size: int = option(32, "Total batch size for eval.")
+    learning_rate: float = option(2e-5, "The initial learning rate for Adam.")
+    num_train_epochs: float = option(1.0, "Total number of training epochs to perform.")
+    warmup_proportion: float = option(0.1, "Proportion of training with linear warmup.")
+    save_checkpoints_steps: int = option(1000, "How often to save the model checkpoint.")
+    pooling: str = option(
+        "mean", "Sentence vector: [CLS] vector, mean or max over the real tokens.",
+        choices=siamese.POOLINGS)
+    similarity: str = option("cosine", "Score of two sentence vectors.",
+                             choices=siamese.SIMILARITIES)
+    loss: str = option(
+        "in_batch", "in_batch: multiple-negatives ranking over the batch; softmax: "
+        "Sentence-BERT classifier over (u, v, |u-v|); cosine: MSE of cos(u, v).",
+        choices=siamese.LOSSES)
+    # Not derived: run_siamese.py defines --scale (default None: this default) and
+    # --temperature (1 / scale) itself and accepts one of the two.
+    scale: float = option(siamese.DEFAULT_SCALE, "Multiplier of the in-batch similarities.",
+                          flag=False)
+    seed: Optional[int] = option(None, "Random seed for weights, dropout and input shuffling.")
 
 
 @dataclasses.dataclass

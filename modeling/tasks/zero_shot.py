@@ -39,6 +39,7 @@ from typing import Optional
 from data import atomic
 from data import multilingual
 from modeling.recipes import pretraining
+from modeling.training.options import option
 
 __all__ = ["ZeroShotJob", "build_time_of_day_task", "format_table", "run"]
 
@@ -48,13 +49,16 @@ LABELS = ("morning", "evening")
 
 @dataclasses.dataclass
 class ZeroShotJob:
-    output_dir: Optional[str] = None
-    language_sampling_alpha: float = 0.7
-    # Pre-training steps of each model; None = the bert recipe's demo budget.
-    pretrain_steps: Optional[int] = None
-    num_train_epochs: float = 20.0
-    learning_rate: float = 1e-4
-    seed: int = 12345
+    """The comparison's settings; the fields are `run/zero_shot_transfer.py`'s flags."""
+
+    output_dir: Optional[str] = option(None, "Where both models' runs and zero_shot.json go.")
+    language_sampling_alpha: float = option(
+        0.7, "mBERT's smoothing exponent for the multilingual model's corpus.")
+    # None = the bert recipe's demo budget.
+    pretrain_steps: Optional[int] = option(None, "Pre-training steps (default: the demo's).")
+    num_train_epochs: float = option(20.0, "Fine-tuning epochs.")
+    learning_rate: float = option(1e-4, "Fine-tuning learning rate.")
+    seed: int = option(12345, "Seed of every run.")
 
 
 def build_time_of_day_task(work_dir, parallel_file=PARALLEL_FILE, eval_every=5):
