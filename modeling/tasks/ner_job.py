@@ -48,17 +48,14 @@ import tensorflow as tf
 from data import atomic
 from data import tokenization
 from data.processors import conll
-from data.processors.base import DataError
-from modeling import checkpoints
 from modeling import registry
 from modeling.tasks import FineTuningTask
 from modeling.tasks import seqeval
 from modeling.tasks import tagging
 from modeling.tasks.input_formats import ClassifierJobError
-from modeling.training import optimization
+from modeling.training import job as job_lib
 from modeling.training import settings
 from modeling.training import trainer as trainer_lib
-from modeling.training import validation
 from modeling.training.options import option
 
 __all__ = ["NerJob", "NerJobError", "NerResult", "run", "tags_of"]
@@ -124,60 +121,6 @@ def _split_path(job, name, default):
     return os.path.join(job.data_dir, value or default)
 
 
-def _check_job(job):
-    if not (job.do_train or job.do_eval or job.do_predict):
-        raise NerJobError("At least one of `do_train`, `do_eval` or `do_predict` must be True.")
-    for name in ("bert_config_file", "output_dir", "vocab_file"):
-        if not getattr(job, name):
-            raise NerJobError("--%s is required." % name)
-    if job.tagging_scheme not in conll.SCHEMES:
-        raise NerJobError("--tagging_scheme=%s: expected one of %s"
-                          % (job.tagging_scheme, ", ".join(conll.SCHEMES)))
-    if job.mixed_precision and job.use_crf:
-        logging.info("The CRF computes in float32 under mixed precision.")
-    try:
-        tokenization.validate_case_matches_checkpoint(job.do_lower_case, job.init_checkpoint)
-    except ValueError as e:
-        raise NerJobError(str(e)) from e
-    try:
-        family = registry.families.get(job.model_family)
-    except registry.RegistryError as e:
-        raise NerJobError("--model_family: %s" % e) from e
-    if not os.path.exists(job.bert_config_file):
-        raise NerJobError("--bert_config_file=%s: no such file" % job.bert_config_file)
-    config = family.load_config(job.bert_config_file)
-    max_positions = getattr(config, "max_position_embeddings", None)
-    if max_positions is not None and job.max_seq_length > max_positions:
-        raise NerJobError(
-            "Cannot use sequence length %d because the BERT model (%s) was only trained up "
-            "to sequence length %d (max_position_embeddings)."
-            % (job.max_seq_length, job.bert_config_file, max_positions))
-    if job.max_seq_length < 3:
-        raise NerJobError("--max_seq_length must be at least 3 ([CLS] word [SEP]).")
-    for name in ("train_batch_size", "eval_batch_size", "predict_batch_size",
-                 "gradient_accumulation_steps"):
-        if getattr(job, name) < 1:
-            raise NerJobError("--%s must be positive." % name)
-    validation.validate_training_values(
-        job.do_train, learning_rate=job.learning_rate,
-        save_checkpoints_steps=job.save_checkpoints_steps,
-        keep_checkpoint_max=job.keep_checkpoint_max, log_steps=job.log_steps,
-        num_train_epochs=job.num_train_epochs if job.do_train else None,
-        warmup_proportion=job.warmup_proportion, do_eval=job.do_eval)
-    if job.nan_policy not in trainer_lib.NAN_POLICIES:
-        raise NerJobError("--nan_policy=%s: expected one of %s"
-                          % (job.nan_policy, ", ".join(trainer_lib.NAN_POLICIES)))
-    vocab = tokenization.load_vocab(job.vocab_file)
-    tokenization.check_vocab_special_tokens(vocab, job.vocab_file,
-                                            required=("[UNK]", "[CLS]", "[SEP]"))
-    if len(vocab) != config.vocab_size:
-        raise NerJobError(
-            "The vocabulary %s has %d tokens but the BERT config %s says vocab_size=%d; "
-            "use the vocab.txt that belongs to the model."
-            % (job.vocab_file, len(vocab), job.bert_config_file, config.vocab_size))
-    return family, config, tokenization.FullTokenizer(job.vocab_file, job.do_lower_case)
-
-
 def _read(job, name, default, set_type):
     path = _split_path(job, name, default)
     if not tf.io.gfile.exists(path):
@@ -221,119 +164,122 @@ def _flat_scores(scores, prefix):
     return values
 
 
-def run(job):
-    """Runs `job` (train, eval and/or predict); returns a `NerResult`."""
-    family, config, tokenizer = _check_job(job)
-    strategy = settings.start_run(job)
-    with settings.output_dir_lock(job, strategy):
+class NerRunner(job_lib.JobRunner):
+    """`run`'s steps: the common job shape (`modeling.training.job`) with tagging's hooks."""
+
+    error = NerJobError
+    example_name = "training sentences"
+
+    def check(self):
+        job = self.job
+        self.check_modes()
+        self.check_required("bert_config_file", "output_dir", "vocab_file")
+        if job.tagging_scheme not in conll.SCHEMES:
+            raise NerJobError("--tagging_scheme=%s: expected one of %s"
+                              % (job.tagging_scheme, ", ".join(conll.SCHEMES)))
+        if job.mixed_precision and job.use_crf:
+            logging.info("The CRF computes in float32 under mixed precision.")
         try:
-            return _run(job, family, config, tokenizer, strategy)
-        except DataError as e:
-            raise NerJobError(str(e)) from None
+            tokenization.validate_case_matches_checkpoint(job.do_lower_case, job.init_checkpoint)
+        except ValueError as e:
+            raise NerJobError(str(e)) from e
+        self.family, self.config = self.load_family_config()
+        if job.max_seq_length < 3:
+            raise NerJobError("--max_seq_length must be at least 3 ([CLS] word [SEP]).")
+        self.check_positive("train_batch_size", "eval_batch_size", "predict_batch_size",
+                            "gradient_accumulation_steps")
+        self.check_training_values()
+        self.check_vocab_matches(self.config)
+        self.tokenizer = tokenization.FullTokenizer(job.vocab_file, job.do_lower_case)
 
+    def prepare(self):
+        job = self.job
+        # Read every split first: bad lines are reported before any training.
+        self.train = _read(job, "train_file", "train.txt", "train") if job.do_train else None
+        self.dev = _read(job, "dev_file", "dev.txt", "dev") if job.do_eval else None
+        self.test = _read(job, "test_file", "test.txt", "test") if job.do_predict else None
+        for sentences in (self.dev, self.test):
+            if sentences is not None:
+                conll.check_tags(sentences, job.tagging_scheme)
+        if self.train is not None:
+            self.training_steps(len(self.train))  # refused before anything is written
+        self.label_list = _label_list(job, self.train)
+        logging.info("Labels: %s", self.label_list)
+        if self.train is not None:
+            self._write(self.train, "train.tf_record", 1)
+        self.dev_features = (self._write(self.dev, "eval.tf_record", job.eval_batch_size)
+                             if self.dev else None)
+        self.test_features = (self._write(self.test, "predict.tf_record", job.predict_batch_size)
+                              if self.test else None)
+        for name, sentences, features in (("dev", self.dev, self.dev_features),
+                                          ("test", self.test, self.test_features)):
+            if features:
+                cut = sum(len(s.words) - f.num_words for s, f in zip(sentences, features))
+                if cut:
+                    logging.warning("%s: %d words beyond --max_seq_length=%d are predicted O.",
+                                    name, cut, job.max_seq_length)
+        return len(self.train) if self.train is not None else None
 
-def _run(job, family, config, tokenizer, strategy):
-    output_dir = job.output_dir
-    tf.io.gfile.makedirs(output_dir)
-    # Read every split first: bad lines are reported before any training.
-    train = _read(job, "train_file", "train.txt", "train") if job.do_train else None
-    dev = _read(job, "dev_file", "dev.txt", "dev") if job.do_eval else None
-    test = _read(job, "test_file", "test.txt", "test") if job.do_predict else None
-    label_list = _label_list(job, train)
-    for sentences in (dev, test):
-        if sentences is not None:
-            conll.check_tags(sentences, job.tagging_scheme)
-    logging.info("Labels: %s", label_list)
+    def _write(self, sentences, name, multiple):
+        return conll.write_tagging_records(sentences, self.label_list, self.job.max_seq_length,
+                                           self.tokenizer, os.path.join(self.job.output_dir, name),
+                                           multiple)
 
-    def write(sentences, name, multiple):
-        return conll.write_tagging_records(sentences, label_list, job.max_seq_length,
-                                           tokenizer, os.path.join(output_dir, name), multiple)
+    def _input_fn(self, name, batch_size, is_training):
+        return conll.tagging_input_fn_builder(os.path.join(self.job.output_dir, name),
+                                              self.job.max_seq_length, is_training, batch_size,
+                                              seed=self.job.seed)
 
-    num_train_steps = num_warmup_steps = 0
-    if train is not None:
-        per_update = job.train_batch_size * job.gradient_accumulation_steps
-        num_train_steps = int(len(train) / per_update * job.num_train_epochs)
-        num_warmup_steps = int(num_train_steps * job.warmup_proportion)
-        if num_train_steps < 1:
-            raise NerJobError("%d training sentences, --train_batch_size=%d and "
-                              "--num_train_epochs=%s make no training step."
-                              % (len(train), job.train_batch_size, job.num_train_epochs))
-        write(train, "train.tf_record", 1)
-    dev_features = write(dev, "eval.tf_record", job.eval_batch_size) if dev else None
-    test_features = write(test, "predict.tf_record", job.predict_batch_size) if test else None
-    for name, sentences, features in (("dev", dev, dev_features), ("test", test, test_features)):
-        if features:
-            cut = sum(len(s.words) - f.num_words for s, f in zip(sentences, features))
-            if cut:
-                logging.warning("%s: %d words beyond --max_seq_length=%d are predicted O.",
-                                name, cut, job.max_seq_length)
+    def build_model(self):
+        return tagging.BertTagger.from_config_object(self.config,
+                                                     num_labels=len(self.label_list),
+                                                     use_crf=self.job.use_crf, family=self.family)
 
-    def model_fn():
-        return tagging.BertTagger.from_config_object(config, num_labels=len(label_list),
-                                                     use_crf=job.use_crf, family=family)
+    def train_input_fn(self):
+        return self._input_fn("train.tf_record", self.job.train_batch_size, True)
 
-    def init_fn(model):
-        if job.init_checkpoint:
-            checkpoints.init_from_checkpoint(model, job.init_checkpoint)
-        else:
-            logging.warning("No --init_checkpoint: the encoder starts from random weights.")
-
-    trainer = trainer_lib.Trainer(
-        strategy, model_fn=model_fn,
-        optimizer_fn=lambda: optimization.create_optimizer(
-            job.learning_rate, max(1, num_train_steps), num_warmup_steps,
-            **job.optimizer_options()),
-        model_dir=output_dir, train_batch_size=job.train_batch_size,
-        num_train_steps=num_train_steps, save_checkpoints_steps=job.save_checkpoints_steps,
-        init_fn=init_fn, **job.trainer_options())
-
-    def input_fn(name, batch_size, is_training):
-        return conll.tagging_input_fn_builder(os.path.join(output_dir, name),
-                                              job.max_seq_length, is_training, batch_size,
-                                              seed=job.seed)
-
-    if train is not None:
-        trainer.train(input_fn("train.tf_record", job.train_batch_size, True))
-    else:
-        trainer.restore_or_initialize()
-
-    result = NerResult(eval_results={}, test_predictions=None, test_results=None,
-                       output_dir=output_dir)
-    if dev is not None:
-        eval_fn = input_fn("eval.tf_record", job.eval_batch_size, False)
-        raw = trainer.evaluate(eval_fn, max_steps=None, restore=False)
-        results = {"global_step": raw.pop("global_step")}
-        for name, value in raw.items():
-            results["eval_" + name] = value
-        results["loss"] = results["eval_loss"]
+    def evaluate(self, trainer):
+        job, dev = self.job, self.dev
+        eval_fn = self._input_fn("eval.tf_record", job.eval_batch_size, False)
+        results = job_lib.eval_results_from(trainer.evaluate(eval_fn, max_steps=None,
+                                                             restore=False))
         predicted = trainer.predict(eval_fn, ["predicted_ids"], restore=False)["predicted_ids"]
-        tags = tags_of(dev, dev_features, predicted, label_list)
+        tags = tags_of(dev, self.dev_features, predicted, self.label_list)
         scores = seqeval.entity_scores([s.tags for s in dev], tags)
         results.update(_flat_scores(scores, "eval_"))
         if trainer.is_chief:
-            trainer_lib.write_eval_results(results, os.path.join(output_dir, "eval_results.txt"))
-            atomic.write_text(os.path.join(output_dir, "eval_report.txt"),
+            trainer_lib.write_eval_results(results,
+                                           os.path.join(job.output_dir, "eval_results.txt"))
+            atomic.write_text(os.path.join(job.output_dir, "eval_report.txt"),
                               seqeval.format_report(scores))
-        print("***** Eval results *****")
-        for key in sorted(results):
-            print("  %s = %s" % (key, results[key]))
-        result.eval_results = results
+        job_lib.print_results(results)
+        return results
 
-    if test is not None:
-        predicted = trainer.predict(input_fn("predict.tf_record", job.predict_batch_size, False),
+    def predict(self, trainer):
+        job, test = self.job, self.test
+        predicted = trainer.predict(self._input_fn("predict.tf_record", job.predict_batch_size,
+                                                   False),
                                     ["predicted_ids"], restore=False)["predicted_ids"]
-        tags = tags_of(test, test_features, predicted, label_list)
-        path = os.path.join(output_dir, "test_predictions.txt")
+        tags = tags_of(test, self.test_features, predicted, self.label_list)
+        path = os.path.join(job.output_dir, "test_predictions.txt")
         scores = seqeval.entity_scores([s.tags for s in test], tags)
         if trainer.is_chief:
             conll.write_conll_predictions(path, test, tags)
             trainer_lib.write_eval_results(_flat_scores(scores, "test_"),
-                                           os.path.join(output_dir, "test_results.txt"))
+                                           os.path.join(job.output_dir, "test_results.txt"))
         print("Wrote predictions for %d sentences to %s" % (len(test), path))
-        result.test_predictions = tags
-        result.test_results = _flat_scores(scores, "test_")
-    print("Checkpoints:  %s" % os.path.abspath(output_dir))
-    return result
+        return tags, _flat_scores(scores, "test_")
+
+    def finish(self, trainer, eval_results, predictions):
+        tags, test_results = predictions if predictions is not None else (None, None)
+        print("Checkpoints:  %s" % os.path.abspath(self.job.output_dir))
+        return NerResult(eval_results=eval_results, test_predictions=tags,
+                         test_results=test_results, output_dir=self.job.output_dir)
+
+
+def run(job):
+    """Runs `job` (train, eval and/or predict); returns a `NerResult`."""
+    return NerRunner(job).run()
 
 
 registry.tasks.register("ner", FineTuningTask(

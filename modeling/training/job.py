@@ -1,0 +1,258 @@
+"""The shape every training job has, once: `JobRunner` and the checks jobs share.
+
+A fine-tuning or training job (classifier, SQuAD, NER, Siamese, multi-task,
+distillation, CVT, SiATL, translation, pre-training) goes through the same
+steps; `JobRunner.run` does them in order and a task supplies only its hooks:
+
+    check()                 every input checked; nothing written yet
+    start                   seed, precision policy, strategy (`settings.start_run`)
+    lock                    one run per output directory (`settings.output_dir_lock`)
+    prepare()               read the splits, write the records; returns the number
+                            of training examples (None without training)
+    steps                   `training_steps`: updates and warm-up from the epochs
+    build_model() / init_model(model)
+    trainer                 `build_trainer`: the project's one `Trainer`
+    train_input_fn()        train, or restore the latest checkpoint
+    evaluate(trainer)       -> results (written by the task), with do_eval
+    predict(trainer)        with do_predict
+    finish(trainer)         export, report; returns the job's result
+
+    class NerRunner(JobRunner):
+        error = NerJobError
+        def check(self): ...
+        def prepare(self): ...
+        ...
+    def run(job):
+        return NerRunner(job).run()
+
+The shared checks (`check_modes`, `check_required`, `check_positive`,
+`check_training_values`, `load_family_config`, `check_vocab_matches`) raise
+the runner's `error` (a `ValueError`) with a one-line message that names the
+flag or file, which the run scripts print as ``<script>: error: ...``.
+"""
+
+import os
+
+from absl import logging
+import tensorflow as tf
+
+from data.processors.base import DataError
+from modeling import registry
+from modeling.training import optimization
+from modeling.training import settings
+from modeling.training import trainer as trainer_lib
+from modeling.training import validation
+
+__all__ = ["JobRunner", "eval_results_from", "print_results"]
+
+
+def eval_results_from(raw):
+    """Google's eval_results.txt keys from a `Trainer.evaluate` dict: eval_<name>, loss, global_step."""
+    raw = dict(raw)
+    results = {"global_step": raw.pop("global_step")}
+    for name, value in raw.items():
+        results["eval_" + name] = value
+    if "eval_loss" in results:
+        results["loss"] = results["eval_loss"]
+    return results
+
+
+def print_results(results, title="Eval results"):
+    """Prints `results` as Google's scripts do (``***** Eval results *****`` then key = value)."""
+    print("***** %s *****" % title)
+    for key in sorted(results):
+        print("  %s = %s" % (key, results[key]))
+
+
+class JobRunner:
+    """One run of a training job; subclasses implement the hooks (see the module docstring).
+
+    Attributes set by `run`: `strategy`, `trainer`, `num_train_steps`,
+    `num_warmup_steps`. A hook may set any attribute of its own for the
+    hooks after it (the family, config and tokenizer from `check`, the
+    examples and record paths from `prepare`).
+    """
+
+    #: The job's error type (a ValueError subclass); data errors are re-raised as it.
+    error = ValueError
+    #: The modes of the job class (`do_*` fields), of which at least one must be set.
+    modes = ("do_train", "do_eval", "do_predict")
+    #: What `prepare` counts for `training_steps` ("training examples", "sentences", ...).
+    example_name = "training examples"
+
+    def __init__(self, job):
+        self.job = job
+        self.strategy = None
+        self.trainer = None
+        self.num_train_steps = 0
+        self.num_warmup_steps = 0
+
+    # ----- the run -----------------------------------------------------------------------
+
+    def run(self):
+        """check, start, lock, prepare, steps, trainer, train/restore, evaluate, predict, finish."""
+        self.check()
+        self.strategy = settings.start_run(self.job)
+        with settings.output_dir_lock(self.job, self.strategy):
+            try:
+                return self._run_locked()
+            except DataError as e:
+                raise self.error(str(e)) from None
+
+    def _run_locked(self):
+        tf.io.gfile.makedirs(self.job.output_dir)
+        num_examples = self.prepare()
+        if self.training:
+            self.num_train_steps, self.num_warmup_steps = self.training_steps(num_examples)
+        self.trainer = self.build_trainer()
+        if self.training:
+            self.trainer.train(self.train_input_fn())
+        else:
+            self.trainer.restore_or_initialize()
+        eval_results = self.evaluate(self.trainer) if getattr(self.job, "do_eval", False) else {}
+        predictions = (self.predict(self.trainer)
+                       if getattr(self.job, "do_predict", False) else None)
+        return self.finish(self.trainer, eval_results, predictions)
+
+    @property
+    def training(self):
+        return bool(getattr(self.job, "do_train", False))
+
+    # ----- hooks -------------------------------------------------------------------------
+
+    def check(self):
+        """Checks every input before anything is written (the common checks by default)."""
+        self.check_modes()
+        self.check_training_values()
+
+    def prepare(self):
+        """Reads the splits and writes the records; returns the number of training examples."""
+        raise NotImplementedError
+
+    def build_model(self):
+        raise NotImplementedError
+
+    def init_model(self, model):
+        """Initialises `model` from `job.init_checkpoint` (a warning without one)."""
+        from modeling import checkpoints  # pylint: disable=import-outside-toplevel
+        if self.job.init_checkpoint:
+            checkpoints.init_from_checkpoint(model, self.job.init_checkpoint)
+            logging.info("Initialised the encoder from %s", self.job.init_checkpoint)
+        else:
+            logging.warning("No --init_checkpoint: the encoder starts from random weights.")
+
+    def train_input_fn(self):
+        raise NotImplementedError
+
+    def evaluate(self, trainer):
+        """With do_eval: the results the task writes (eval_results.txt); {} by default."""
+        return {}
+
+    def predict(self, trainer):
+        """With do_predict: the task's predictions (None by default)."""
+        return None
+
+    def finish(self, trainer, eval_results, predictions):
+        """Export and report; returns the job's result."""
+        print("Checkpoints:  %s" % os.path.abspath(self.job.output_dir))
+        return eval_results, predictions
+
+    # ----- the trainer -------------------------------------------------------------------
+
+    def training_steps(self, num_examples):
+        """(updates, warm-up updates) from `num_train_epochs` over `num_examples` (Google's arithmetic).
+
+        An update sees `train_batch_size * gradient_accumulation_steps`
+        examples; a run that would make no update is refused.
+        """
+        job = self.job
+        per_update = job.train_batch_size * job.gradient_accumulation_steps
+        num_train_steps = int(num_examples / per_update * job.num_train_epochs)
+        if num_train_steps < 1:
+            raise self.error("%d %s, --train_batch_size=%d and --num_train_epochs=%s make no "
+                             "training step." % (num_examples, self.example_name,
+                                                 job.train_batch_size, job.num_train_epochs))
+        return num_train_steps, int(num_train_steps * job.warmup_proportion)
+
+    def build_trainer(self, **overrides):
+        """The project's one `Trainer` for this job (AdamW/LAMB with Google's schedule)."""
+        job = self.job
+        num_train_steps, num_warmup_steps = self.num_train_steps, self.num_warmup_steps
+        options = dict(
+            model_fn=self.build_model,
+            optimizer_fn=lambda: optimization.create_optimizer(
+                job.learning_rate, max(1, num_train_steps), num_warmup_steps,
+                **job.optimizer_options()),
+            model_dir=job.output_dir, train_batch_size=job.train_batch_size,
+            num_train_steps=num_train_steps, save_checkpoints_steps=job.save_checkpoints_steps,
+            init_fn=self.init_model, **job.trainer_options())
+        options.update(overrides)
+        return trainer_lib.Trainer(self.strategy, **options)
+
+    # ----- shared checks -----------------------------------------------------------------
+
+    def check_modes(self):
+        """At least one of the job's `modes` is set."""
+        if not any(getattr(self.job, mode, False) for mode in self.modes):
+            names = ["`%s`" % mode for mode in self.modes]
+            listed = (", ".join(names[:-1]) + " or " + names[-1]) if len(names) > 1 else names[0]
+            raise self.error("At least one of %s must be True." % listed)
+
+    def check_required(self, *names):
+        """Each named field is given (``--NAME is required.``)."""
+        for name in names:
+            if not getattr(self.job, name):
+                raise self.error("--%s is required." % name)
+
+    def check_positive(self, *names):
+        """Each named field is at least 1 (batch sizes, accumulation steps)."""
+        for name in names:
+            if getattr(self.job, name) < 1:
+                raise self.error("--%s must be positive." % name)
+
+    def check_training_values(self, epochs=True):
+        """Learning rate, checkpoint and logging intervals, epochs, warm-up and the NaN policy."""
+        job = self.job
+        values = dict(learning_rate=job.learning_rate,
+                      save_checkpoints_steps=job.save_checkpoints_steps,
+                      keep_checkpoint_max=job.keep_checkpoint_max, log_steps=job.log_steps,
+                      do_eval=getattr(job, "do_eval", False))
+        if epochs:
+            values.update(num_train_epochs=job.num_train_epochs if self.training else None,
+                          warmup_proportion=job.warmup_proportion)
+        validation.validate_training_values(self.training, **values)
+        if job.nan_policy not in trainer_lib.NAN_POLICIES:
+            raise self.error("--nan_policy=%s: expected one of %s"
+                             % (job.nan_policy, ", ".join(trainer_lib.NAN_POLICIES)))
+
+    def load_family_config(self, config_flag="bert_config_file", family_flag="model_family"):
+        """(family, config): the registered family and its config file, with max_seq_length checked."""
+        job = self.job
+        try:
+            family = registry.families.get(getattr(job, family_flag))
+        except registry.RegistryError as e:
+            raise self.error("--%s: %s" % (family_flag, e)) from e
+        path = getattr(job, config_flag)
+        if not os.path.exists(path):
+            raise self.error("--%s=%s: no such file" % (config_flag, path))
+        config = family.load_config(path)
+        max_positions = getattr(config, "max_position_embeddings", None)
+        if max_positions is not None and job.max_seq_length > max_positions:
+            raise self.error(
+                "Cannot use sequence length %d because the BERT model (%s) was only trained up "
+                "to sequence length %d (max_position_embeddings)."
+                % (job.max_seq_length, path, max_positions))
+        return family, config
+
+    def check_vocab_matches(self, config, required=("[UNK]", "[CLS]", "[SEP]")):
+        """The WordPiece vocabulary has the special tokens and the config's vocab_size."""
+        from data import tokenization  # pylint: disable=import-outside-toplevel
+        job = self.job
+        vocab = tokenization.load_vocab(job.vocab_file)
+        tokenization.check_vocab_special_tokens(vocab, job.vocab_file, required=required)
+        if len(vocab) != config.vocab_size:
+            raise self.error(
+                "The vocabulary %s has %d tokens but the BERT config %s says vocab_size=%d; "
+                "use the vocab.txt that belongs to the model."
+                % (job.vocab_file, len(vocab), job.bert_config_file, config.vocab_size))
+        return vocab
