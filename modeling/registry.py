@@ -12,11 +12,17 @@ recipes, run scripts, the checkpoint loaders and the trainer never branch on a
 family's name. The registries:
 
     families     a model family: its config class, config loader, encoder
-                 class, demo config and checkpoint name tables (`Family`)
+                 class, demo config and checkpoint name tables, and what
+                 the shared tools may do with it (`Family`: frozen features,
+                 head pruning, attention maps, feature extraction)
     encoders     encoder/network classes (`from_config_object(config)`)
     objectives   pre-training objectives: `factory(config, family) -> Objective`
     pipelines    pre-training input pipelines (`modeling.recipes.pipelines`)
     tasks        fine-tuning task models
+    decoders     ways to generate text (`Decoder`; `run/generate.py --recipe`)
+
+A shared tool offers what the families registered (`families_with(capability)`,
+`default_first`), so a new family is added by touching its own package only.
 
 Built-in parts live in the packages of `modeling` and `data`; they register
 when imported, and `discover()` imports them all (every sub-package of
@@ -33,8 +39,16 @@ import pkgutil
 import sys
 from typing import Any, Callable, Optional
 
-__all__ = ["Family", "Registry", "RegistryError", "discover", "families", "encoders",
+__all__ = ["DEFAULT_DECODER", "DEFAULT_FAMILY", "Decoder", "Family", "HeadPruning", "Registry",
+           "RegistryError", "decoders", "default_first", "discover", "families", "encoders",
            "objectives", "pipelines", "tasks", "load_user_module", "families_with"]
+
+# The family of a script or task model not told one (`--model_family`'s
+# default). The one place a default family is named.
+DEFAULT_FAMILY = "bert"
+# `run/generate.py`'s default `--recipe`, and the causal-LM family that
+# `modeling.serving.generation.load_generator` builds when not told one.
+DEFAULT_DECODER = "gpt2"
 
 
 class RegistryError(KeyError):
@@ -117,6 +131,25 @@ class Family:
         frozen_features: the family's network is used frozen, its outputs as
             features under a task model (ELMo's scalar-mixed biLM layers,
             CoVe's encoder states): `run_classifier.py --features=NAME`.
+        head_pruning: a `HeadPruning`: the family's attention heads can be
+            scored and removed (`modeling.analysis.heads`,
+            `run/prune_heads.py --model_family=NAME`); None: they cannot.
+        attention_maps: its encoder, called on `input_ids` / `input_mask` /
+            `segment_ids` of a WordPiece vocabulary with
+            `output_attention_probs=True`, returns each layer's attention
+            probabilities under `attention_probs` and its hidden states
+            under `encoder_outputs` (`modeling.analysis.attention` and
+            `probing`: `run/analyze_attention.py --model_family=NAME`).
+        feature_extractor: `(settings, layers) -> (texts, records, what)`,
+            what `run/extract_features.py --model_family=NAME` runs:
+            `settings` has the script's flags as attributes
+            (`bert_config_file`, `init_checkpoint`, `vocab_file`,
+            `input_file`, `do_lower_case`, `max_seq_length`, `batch_size`,
+            `precision`), `layers` is the parsed `--layers` (None: not
+            given). It checks the files and loads the model, and returns the
+            input texts, an iterable of one JSON-able dict per text (written
+            as it is consumed) and the noun of the summary line ("features").
+            None: the family has no feature extraction.
     """
 
     name: str
@@ -131,6 +164,9 @@ class Family:
     is_encoder: Optional[Callable] = None
     has_pooler: bool = True
     frozen_features: bool = False
+    head_pruning: Optional["HeadPruning"] = None
+    attention_maps: bool = False
+    feature_extractor: Optional[Callable] = None
 
     def activation(self, config):
         if self.head_activation is not None:
@@ -138,11 +174,68 @@ class Family:
         return getattr(config, "hidden_act", "gelu")
 
 
+@dataclasses.dataclass(frozen=True)
+class HeadPruning:
+    """How a family's attention heads are counted and removed (`Family.head_pruning`).
+
+    Head pruning (`modeling.analysis.heads`) removes heads of *units*: a unit
+    is one layer (BERT), or a group of layers that share one attention block
+    (ALBERT), whose heads can only go at every depth of the group at once.
+
+    Attributes:
+        units_of_config: `config -> (unit_of_layer, heads_per_unit)`: the
+            unit of each layer and the heads of each unit, as the family's
+            config describes them (a pruned model's own counts included), so
+            `--heads_to_prune` is checked before any model is built.
+        shared: the units are groups sharing an attention block (False:
+            one unit per layer).
+        counts_key: the key of the pruned model's heads per unit, in its
+            config file and in its encoder's `get_config()`.
+        checkpoint_name: the file name the pruned model's Google TF1
+            checkpoint is written under (`bert_model.ckpt`, `model.ckpt`).
+    """
+
+    units_of_config: Callable
+    counts_key: str
+    checkpoint_name: str
+    shared: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Decoder:
+    """One way to generate text: what `run/generate.py --recipe=NAME` runs.
+
+    Registered in `decoders` by the package that owns the model (a causal-LM
+    family's, or a recipe's such as UNILM's seq2seq). `settings` has the
+    script's flags as attributes (`init_checkpoint`, `config_file`,
+    `vocab_file`, `merges_file`, `max_new_tokens`, `decoding`, ...).
+
+    Attributes:
+        name: the `--recipe` value.
+        required_flags: the flags that must be given, in the order they are
+            checked.
+        input_flags: the file flags it reads (besides `--input_file`), which
+            must not be the output file.
+        check: `settings -> None`: rejects bad option values (a ValueError
+            naming the flag) before any file is read.
+        generate: `(settings, prompts) -> records`: loads the model and
+            returns one JSON-able dict per prompt (`prompt`, `prompt_ids`,
+            `generated_ids`, `text`, ...).
+    """
+
+    name: str
+    required_flags: tuple
+    input_flags: tuple
+    check: Callable
+    generate: Callable
+
+
 families = Registry("model family")
 encoders = Registry("encoder")
 objectives = Registry("objective")
 pipelines = Registry("input pipeline")
 tasks = Registry("task")
+decoders = Registry("decoder")
 
 _DISCOVERING = []
 _DISCOVERED = []
@@ -190,6 +283,12 @@ def discover():
 def families_with(capability):
     """Names of the registered families whose `Family.<capability>` is set (sorted)."""
     return sorted(name for name, family in families.items() if getattr(family, capability, None))
+
+
+def default_first(names, default=DEFAULT_FAMILY):
+    """`names` sorted, `default` first if it is among them (a flag's choices)."""
+    names = sorted(names)
+    return ([default] if default in names else []) + [n for n in names if n != default]
 
 
 def load_user_module(path):

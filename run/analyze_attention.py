@@ -33,6 +33,7 @@ import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-o
 
 from absl import flags
 
+from modeling import registry
 from modeling.analysis import attention
 from modeling.analysis import probing
 
@@ -44,7 +45,8 @@ flags.DEFINE_string("input_file", None,
                     "maps/stats: one text per line (text_a ||| text_b for pairs); "
                     "probe: a CoNLL-style tagged file.")
 flags.DEFINE_string("output_dir", None, "Where the JSON, PNGs and tensorboard/ go.")
-flags.DEFINE_enum("model_family", "bert", ["bert", "albert"], "The encoder's family.")
+flags.DEFINE_enum("model_family", registry.DEFAULT_FAMILY, attention.attention_families(),
+                  "The encoder's family.")
 flags.DEFINE_string("bert_config_file", None, "bert_config.json (Google), config.json (HF) "
                     "or albert_config.json.")
 flags.DEFINE_string("init_checkpoint", None,

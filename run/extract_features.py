@@ -7,7 +7,8 @@
 Input: one text per line, ``text_a ||| text_b`` for pairs. Output: Google's
 JSON lines (``linex_index``, ``features`` with ``token`` and ``layers`` of
 ``index`` and ``values``), plus ``pooled_output`` and ``mean_pooled_output``
-sentence vectors.
+sentence vectors. `--model_family=albert` reads an ALBERT encoder the same way
+(`--bert_config_file` its albert_config.json).
 
 `--model_family=elmo` extracts a pre-trained ELMo biLM's word vectors
 instead (`--bert_config_file` its elmo_options.json, `--vocab_file` its word
@@ -24,18 +25,17 @@ from absl import flags
 
 from data import atomic
 from data import tokenization
-from modeling import checkpoints
-from modeling import bert as config_lib
-from modeling.serving import inference
-from modeling.bert import BertEncoder
+from modeling import registry
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None, "One text per line (text_a ||| text_b for pairs).")
 flags.DEFINE_string("output_file", None, "JSON lines output.")
 flags.DEFINE_string("layers", None, "Comma-separated layer indexes (default: -1,-2,-3,-4; "
                     "for --model_family=elmo every layer, 0 = token layer).")
-flags.DEFINE_enum("model_family", "bert", ["bert", "elmo"],
-                  "bert: a BERT encoder's WordPiece vectors; elmo: an ELMo biLM's word vectors.")
+flags.DEFINE_enum("model_family", registry.DEFAULT_FAMILY,
+                  registry.default_first(registry.families_with("feature_extractor")),
+                  "bert: a BERT encoder's WordPiece vectors (albert: an ALBERT encoder's); "
+                  "elmo: an ELMo biLM's word vectors.")
 flags.DEFINE_string("bert_config_file", None, "bert_config.json (Google) or config.json (HF).")
 flags.DEFINE_integer("max_seq_length", 128, "Longer inputs are truncated.")
 flags.DEFINE_string("init_checkpoint", None, "Google TF1 checkpoint, own checkpoint or HF safetensors.")
@@ -57,47 +57,12 @@ def main(_):
     except ValueError:
         raise ValueError("--layers=%s: expected comma-separated integers such as -1,-2"
                          % FLAGS.layers) from None
-    if FLAGS.model_family == "elmo":
-        return _extract_elmo(layers)
-    layers = layers or [-1, -2, -3, -4]
-    bert_config = config_lib.load_bert_config(FLAGS.bert_config_file)
-    for index in layers:
-        if not -bert_config.num_hidden_layers <= index < bert_config.num_hidden_layers:
-            raise ValueError("--layers has %d but the model has %d layers"
-                             % (index, bert_config.num_hidden_layers))
-    if FLAGS.max_seq_length > bert_config.max_position_embeddings:
-        raise ValueError("--max_seq_length=%d exceeds max_position_embeddings=%d"
-                         % (FLAGS.max_seq_length, bert_config.max_position_embeddings))
-    tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
-    inference.check_vocab_fits(len(tokenizer.vocab), bert_config.vocab_size,
-                               FLAGS.vocab_file, FLAGS.bert_config_file)
-    texts = inference.read_input_lines(FLAGS.input_file)
-    encoder = BertEncoder.from_config_object(bert_config)
-    checkpoints.init_from_checkpoint(encoder, FLAGS.init_checkpoint)
+    extract = registry.families.get(FLAGS.model_family).feature_extractor
+    texts, records, what = extract(FLAGS, layers)
     with atomic.atomic_output(FLAGS.output_file) as out:
-        for record in inference.extract_features(encoder, tokenizer, texts, layers,
-                                                 FLAGS.max_seq_length, FLAGS.batch_size,
-                                                 FLAGS.precision):
+        for record in records:
             out.write(json.dumps(record, ensure_ascii=False) + "\n")
-    print("Wrote features of %d inputs to %s" % (len(texts), FLAGS.output_file))
-
-
-def _extract_elmo(layers):
-    from modeling.elmo import ElmoNetwork, load_elmo_config  # pylint: disable=g-import-not-at-top
-    from modeling.elmo import features as elmo_features  # pylint: disable=g-import-not-at-top
-    from modeling.elmo import vocabulary as vocab_lib  # pylint: disable=g-import-not-at-top
-    from modeling.tasks import word_input_format  # pylint: disable=g-import-not-at-top
-
-    network = ElmoNetwork.from_config_object(load_elmo_config(FLAGS.bert_config_file))
-    word_input_format.load_network_weights(network, FLAGS.init_checkpoint)
-    tokenizer = word_input_format.WordTokenizer(vocab_lib.WordVocabulary(FLAGS.vocab_file),
-                                                FLAGS.do_lower_case)
-    texts = inference.read_input_lines(FLAGS.input_file)
-    with atomic.atomic_output(FLAGS.output_file) as out:
-        for record in elmo_features.extract_features(network, tokenizer, texts, layers,
-                                                     FLAGS.max_seq_length, FLAGS.batch_size):
-            out.write(json.dumps(record, ensure_ascii=False) + "\n")
-    print("Wrote ELMo features of %d inputs to %s" % (len(texts), FLAGS.output_file))
+    print("Wrote %s of %d inputs to %s" % (what, len(texts), FLAGS.output_file))
 
 
 if __name__ == "__main__":

@@ -33,12 +33,14 @@ import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-o
 from absl import flags
 
 from data import atomic
+from modeling import registry
 from modeling.serving import generation
-from modeling.unilm import decoding as unilm_decoding
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_enum("recipe", "gpt2", ["gpt2", "gpt", "unilm"],
+# The registered decoders (`modeling.registry.decoders`), the default first.
+flags.DEFINE_enum("recipe", registry.DEFAULT_DECODER,
+                  registry.default_first(registry.decoders.names(), registry.DEFAULT_DECODER),
                   "gpt2, gpt: a causal LM (GPT-2, or the 2018 GPT) continues the prompt; "
                   "unilm: a UNILM seq2seq model writes the target of each prompt (the source).")
 flags.DEFINE_string("init_checkpoint", None,
@@ -79,58 +81,17 @@ def _read_prompts():
         raise FlagError("--input_file: cannot read %s: %s" % (FLAGS.input_file, e)) from e
 
 
-def main_unilm():
-    for name in ("init_checkpoint", "config_file", "vocab_file", "output_file"):
-        if not FLAGS[name].value:
-            raise FlagError("--%s is required" % name)
-    if FLAGS.decoding not in ("greedy", "beam"):
-        raise FlagError("--decoding=%s: --recipe=unilm decodes with greedy or beam"
-                        % FLAGS.decoding)
-    if FLAGS.beam_size < 1:
-        raise FlagError("--beam_size=%d: expected a positive integer" % FLAGS.beam_size)
-    if FLAGS.max_new_tokens < 1:
-        raise FlagError("--max_new_tokens=%d: expected a positive integer"
-                        % FLAGS.max_new_tokens)
-    atomic.check_outputs([("--output_file", FLAGS.output_file)],
-                         [("--input_file", FLAGS.input_file or ""),
-                          ("--vocab_file", FLAGS.vocab_file),
-                          ("--config_file", FLAGS.config_file)])
-    prompts = _read_prompts()
-    try:
-        decoder, tokenizer = unilm_decoding.load_decoder(
-            FLAGS.config_file, FLAGS.init_checkpoint, FLAGS.vocab_file, FLAGS.do_lower_case)
-        records = unilm_decoding.generate_records(
-            decoder, tokenizer, prompts, FLAGS.decoding, FLAGS.beam_size,
-            FLAGS.max_new_tokens, FLAGS.length_penalty)
-    except unilm_decoding.DecoderLoadError as e:
-        raise FlagError("--%s: %s" % (e.option, e)) from None
-    except ValueError as e:
-        raise FlagError(str(e)) from None
-    generation.write_jsonl(records, FLAGS.output_file)
-    print("Wrote %d generations to %s" % (len(records), FLAGS.output_file))
-
-
 def main(_):
-    if FLAGS.recipe == "unilm":
-        return main_unilm()
-    for name in ("init_checkpoint", "config_file", "vocab_file", "merges_file",
-                 "output_file"):
+    decoder = registry.decoders.get(FLAGS.recipe)
+    for name in decoder.required_flags:
         if not FLAGS[name].value:
             raise FlagError("--%s is required" % name)
-    options = generation.DecodingOptions(
-        max_new_tokens=FLAGS.max_new_tokens, decoding=FLAGS.decoding,
-        temperature=FLAGS.temperature, top_k=FLAGS.top_k, top_p=FLAGS.top_p,
-        seed=FLAGS.seed).validate()
+    decoder.check(FLAGS)
     atomic.check_outputs([("--output_file", FLAGS.output_file)],
-                         [("--input_file", FLAGS.input_file or ""),
-                          ("--vocab_file", FLAGS.vocab_file),
-                          ("--merges_file", FLAGS.merges_file),
-                          ("--config_file", FLAGS.config_file)])
+                         [("--input_file", FLAGS.input_file or "")] +
+                         [("--" + name, FLAGS[name].value) for name in decoder.input_flags])
     prompts = _read_prompts()
-    generator = generation.load_generator(FLAGS.config_file, FLAGS.init_checkpoint,
-                                          FLAGS.vocab_file, FLAGS.merges_file,
-                                          family=FLAGS.recipe)
-    records = generation.generate_records(generator, prompts, options)
+    records = decoder.generate(FLAGS, prompts)
     generation.write_jsonl(records, FLAGS.output_file)
     print("Wrote %d generations to %s" % (len(records), FLAGS.output_file))
 

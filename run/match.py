@@ -23,6 +23,7 @@ import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-o
 from absl import flags
 
 from data import atomic
+from modeling import registry
 from modeling.serving import inference
 from modeling.serving import matching
 
@@ -61,7 +62,7 @@ def main(_):
     encoder = matching.load_sentence_encoder(
         setting("bert_config_file"), setting("vocab_file"), setting("init_checkpoint"),
         s.get("do_lower_case", True), s["pooling"], s["similarity"],
-        s.get("max_seq_length", 64), setting("model_family") or "bert")
+        s.get("max_seq_length", 64), setting("model_family") or registry.DEFAULT_FAMILY)
     matching.check_encoder(index, encoder)
     matcher = matching.Matcher(encoder, index, FLAGS.top_k)
     records = []

@@ -48,10 +48,11 @@ from absl import flags
 
 import common_flags
 from data import processors as processors_lib
+from modeling import registry
 from modeling.analysis import heads
 from modeling.tasks import classifier_job
 
-flags.DEFINE_string("model_family", "bert",
+flags.DEFINE_string("model_family", registry.DEFAULT_FAMILY,
                     "The encoder's model family (bert or albert): how --bert_config_file and "
                     "--init_checkpoint are read and what a head is (ALBERT: a head of the "
                     "shared layer).")

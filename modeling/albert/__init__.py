@@ -7,6 +7,7 @@
 from modeling import registry
 from modeling.albert import checkpoint_names
 from modeling.albert.config import ALBERT_VOCAB_SIZE
+from modeling.albert.config import HEADS_PER_GROUP_KEY
 from modeling.albert.config import AlbertConfig
 from modeling.albert.config import list_albert_presets
 from modeling.albert.config import load_albert_config
@@ -27,6 +28,22 @@ def _demo_config(vocab_size):
         max_position_embeddings=128)
 
 
+def _head_units_of_config(config):
+    # Head pruning's unit is a group: its layers share one attention block, so
+    # a head goes at every depth of the group. google-research/albert's layer
+    # -> group formula (`AlbertEncoder.group_of_layer`), float division included.
+    layers, groups = config.num_hidden_layers, config.num_hidden_groups
+    extra = getattr(config, "extra", None) or {}
+    return ([int(layer / layers * groups) for layer in range(layers)],
+            extra.get(HEADS_PER_GROUP_KEY, [config.num_attention_heads] * groups))
+
+
+def _extract_features(settings, layers):
+    # run/extract_features.py: the encoder's outputs, laid out as BERT's.
+    from modeling.serving import inference  # pylint: disable=g-import-not-at-top
+    return inference.encoder_features_from_files(FAMILY, settings, layers)
+
+
 registry.encoders.register("albert", AlbertEncoder)
 FAMILY = registry.families.register("albert", registry.Family(
     name="albert",
@@ -39,4 +56,9 @@ FAMILY = registry.families.register("albert", registry.Family(
     checkpoint_heads=checkpoint_names.CHECKPOINT_HEADS,
     head_activation=lambda config: albert_activation(config.hidden_act),
     is_encoder=lambda model: isinstance(model, AlbertEncoder),
+    head_pruning=registry.HeadPruning(units_of_config=_head_units_of_config,
+                                      counts_key=HEADS_PER_GROUP_KEY,
+                                      checkpoint_name="model.ckpt", shared=True),
+    attention_maps=True,
+    feature_extractor=_extract_features,
 ))

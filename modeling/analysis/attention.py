@@ -64,8 +64,8 @@ from modeling.analysis.plots import write_tensorboard_images  # pylint: disable=
 __all__ = ["STATISTICS", "THRESHOLDS", "PATTERNS", "HeadStatistics", "attention_probabilities",
            "token_kinds", "sentence_statistics", "classify_heads", "attention_grid_figure",
            "save_attention_grid", "save_figure", "heatmap_figure", "write_statistics",
-           "write_tensorboard_images", "read_texts", "load_encoder", "write_maps",
-           "corpus_statistics"]
+           "write_tensorboard_images", "read_texts", "attention_families", "load_encoder",
+           "write_maps", "corpus_statistics"]
 
 STATISTICS = ("entropy", "cls", "sep", "punct", "self", "prev", "next", "offset", "local",
               "special", "same_segment")
@@ -405,6 +405,13 @@ def write_statistics(stats, output_dir, thresholds=None):
 # -------------------------------------------------------------------- jobs
 
 
+def attention_families():
+    """The families whose encoders give attention maps (`Family.attention_maps`), the
+    default first: `run/analyze_attention.py --model_family`'s choices."""
+    from modeling import registry  # pylint: disable=g-import-not-at-top
+    return registry.default_first(registry.families_with("attention_maps"))
+
+
 def load_encoder(model_family, bert_config_file, init_checkpoint, vocab_file, do_lower_case,
                  max_seq_length):
     """``(encoder, tokenizer)`` of a registered family from its files, checked first.
@@ -413,9 +420,6 @@ def load_encoder(model_family, bert_config_file, init_checkpoint, vocab_file, do
     loads (Google TF1, HF safetensors, this project's own); None keeps the
     random initialisation.
     """
-    import importlib  # pylint: disable=g-import-not-at-top
-    for package in ("modeling.bert", "modeling.albert"):  # register the two families
-        importlib.import_module(package)
     from modeling import checkpoints  # pylint: disable=g-import-not-at-top
     from modeling import registry  # pylint: disable=g-import-not-at-top
     from modeling.serving import inference  # pylint: disable=g-import-not-at-top
@@ -425,6 +429,9 @@ def load_encoder(model_family, bert_config_file, init_checkpoint, vocab_file, do
         family = registry.families.get(model_family)
     except registry.RegistryError as e:
         raise ValueError("--model_family: %s" % e) from None
+    if not family.attention_maps:
+        raise ValueError("--model_family=%s: its encoder gives no attention maps (those that "
+                         "do: %s)" % (model_family, ", ".join(attention_families())))
     if not os.path.exists(bert_config_file):
         raise ValueError("--bert_config_file=%s: no such file" % bert_config_file)
     config = family.load_config(bert_config_file)

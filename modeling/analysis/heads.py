@@ -38,7 +38,6 @@ heads of the same width (`num_attention_heads_per_group` in
 `albert_config.json`), saved as google-research/albert's `model.ckpt`.
 """
 
-import importlib
 import json
 import math
 import os
@@ -49,17 +48,15 @@ import numpy as np
 import tensorflow as tf
 
 from data import atomic
+from modeling import registry
 from modeling.analysis import plots
-from modeling.bert.config import HEADS_PER_LAYER_KEY
 
-# The families whose heads can be removed (`run/prune_heads.py --model_family`).
-PRUNABLE_FAMILIES = ("bert", "albert")
-
-__all__ = ["HeadUnits", "PRUNABLE_FAMILIES", "head_units", "head_units_of_config",
+__all__ = ["HeadUnits", "head_pruning_of", "head_units", "head_units_of_config",
            "parse_heads_for", "parse_shared_heads", "shared_head_importance",
            "count_parameters", "evaluate", "head_counts", "head_importance",
            "iterative_pruning", "load_classifier_head", "measure_latency",
-           "parse_heads", "plot_pruning_curve", "prune_heads", "save_pruned"]
+           "parse_heads", "plot_pruning_curve", "prunable_families", "prune_heads",
+           "save_pruned"]
 
 
 # ------------------------------------------------------------------ structure
@@ -112,9 +109,29 @@ class HeadUnits:
         return [unit_mask[u] for u in self.unit_of_layer]
 
 
-def _group_of_layer(layer, num_layers, num_groups):
-    # google-research/albert's formula (AlbertEncoder.group_of_layer).
-    return int(layer / num_layers * num_groups)
+def prunable_families():
+    """The families whose heads can be removed (`Family.head_pruning`), the default first."""
+    return registry.default_first(registry.families_with("head_pruning"))
+
+
+def head_pruning_of(model_or_family):
+    """The `registry.HeadPruning` of a family (a name or a `Family`) or of a model's family."""
+    if isinstance(model_or_family, str):
+        family = registry.families.get(model_or_family)
+    elif isinstance(model_or_family, registry.Family):
+        family = model_or_family
+    else:
+        from modeling.checkpoints import targets  # pylint: disable=g-import-not-at-top
+        family = targets.find_target(model_or_family).family
+    if family.head_pruning is None:
+        raise ValueError(f"--model_family={family.name}: head pruning supports "
+                         f"{_and(prunable_families())}")
+    return family.head_pruning
+
+
+def _and(names):
+    return " and ".join(names) if len(names) < 3 else (
+        ", ".join(names[:-1]) + " and " + names[-1])
 
 
 def head_units(model):
@@ -138,17 +155,13 @@ def head_units(model):
                      "(one block per layer) or an ALBERT encoder (shared blocks).")
 
 
-def head_units_of_config(config, model_family="bert"):
-    """`HeadUnits` of the encoder a `bert_config.json` / `albert_config.json` describes."""
-    layers, heads = config.num_hidden_layers, config.num_attention_heads
-    extra = getattr(config, "extra", None) or {}
-    if model_family == "albert":
-        from modeling.albert.config import HEADS_PER_GROUP_KEY  # pylint: disable=g-import-not-at-top
-        groups = config.num_hidden_groups
-        return HeadUnits([_group_of_layer(l, layers, groups) for l in range(layers)],
-                         extra.get(HEADS_PER_GROUP_KEY, [heads] * groups), True)
-    counts = extra.get(HEADS_PER_LAYER_KEY, [heads] * layers)
-    return HeadUnits(range(layers), counts, False)
+def head_units_of_config(config, model_family=registry.DEFAULT_FAMILY):
+    """`HeadUnits` of the encoder a family's config (`bert_config.json`,
+    `albert_config.json`) describes; `model_family` a name or a `Family`
+    (its `HeadPruning.units_of_config`)."""
+    pruning = head_pruning_of(model_family)
+    unit_of_layer, counts = pruning.units_of_config(config)
+    return HeadUnits(unit_of_layer, counts, pruning.shared)
 
 
 def head_counts(model):
@@ -554,7 +567,7 @@ def prune_heads(model, heads):
         drop.setdefault(layer, set()).add(head)
     kept = [[h for h in range(n) if h not in drop.get(l, ())] for l, n in enumerate(counts)]
     config = encoder.get_config()
-    config[HEADS_PER_LAYER_KEY] = [len(k) for k in kept]
+    config[head_pruning_of(encoder).counts_key] = [len(k) for k in kept]
     new_encoder = type(encoder).from_config(config)
     _copy_weights(encoder, new_encoder, kept)
     return _rebuild(model, encoder, new_encoder)
@@ -583,7 +596,7 @@ def _prune_shared_heads(model, encoder, units, heads):
     kept = [[h for h in range(n) if h not in drop.get(g, ())]
             for g, n in enumerate(units.counts)]
     config = encoder.get_config()
-    config["num_attention_heads_per_group"] = [len(k) for k in kept]
+    config[head_pruning_of(encoder).counts_key] = [len(k) for k in kept]
     new_encoder = type(encoder).from_config(config)
     for old, new in zip(encoder.weights, new_encoder.weights):
         if tuple(old.shape) == tuple(new.shape):
@@ -712,13 +725,11 @@ def save_pruned(model, output_dir, base_config):
         if model is not encoder and hasattr(model, name):
             arrays[name] = np.asarray(getattr(model, name).numpy(), np.float32)
     units = head_units(model)
-    if units.shared:  # ALBERT: google-research/albert's names and file names
-        from modeling.albert.config import HEADS_PER_GROUP_KEY  # pylint: disable=g-import-not-at-top
-        checkpoint_name, changes = "model.ckpt", {HEADS_PER_GROUP_KEY: units.counts}
-    else:
-        checkpoint_name, changes = "bert_model.ckpt", {HEADS_PER_LAYER_KEY: units.counts}
-    prefix = google_tf1.write_tf1_checkpoint(os.path.join(output_dir, checkpoint_name), arrays)
-    config = base_config.replace(**changes)
+    # The family's file names (ALBERT: google-research/albert's) and config key.
+    pruning = head_pruning_of(target.family)
+    prefix = google_tf1.write_tf1_checkpoint(
+        os.path.join(output_dir, pruning.checkpoint_name), arrays)
+    config = base_config.replace(**{pruning.counts_key: units.counts})
     config_path = os.path.join(output_dir, target.family.config_file_name)
     config.to_json_file(config_path)
     return prefix, config_path
@@ -813,7 +824,6 @@ def run(job, heads_to_prune=None, prune_fraction=None, prune_step_fraction=0.1,
     from data import processors as processors_lib  # pylint: disable=g-import-not-at-top
     from data import tokenization  # pylint: disable=g-import-not-at-top
     from modeling import checkpoints  # pylint: disable=g-import-not-at-top
-    from modeling import registry  # pylint: disable=g-import-not-at-top
     from modeling.tasks import classifier_job  # pylint: disable=g-import-not-at-top
     from modeling.tasks.classification import BertClassifier  # pylint: disable=g-import-not-at-top
 
@@ -831,12 +841,10 @@ def run(job, heads_to_prune=None, prune_fraction=None, prune_step_fraction=0.1,
         raise ValueError(f"--curve_fraction={curve_fraction}: expected [--prune_fraction, 1)")
     if importance_split not in ("train", "dev"):
         raise ValueError(f"--importance_split={importance_split}: expected train or dev")
-    model_family = getattr(job, "model_family", None) or "bert"
-    if model_family not in PRUNABLE_FAMILIES:
+    model_family = getattr(job, "model_family", None) or registry.DEFAULT_FAMILY
+    if model_family not in prunable_families():
         raise ValueError(f"--model_family={model_family}: head pruning supports "
-                         f"{' and '.join(PRUNABLE_FAMILIES)}")
-    for package in ("modeling.bert", "modeling.albert"):  # register the families
-        importlib.import_module(package)
+                         f"{_and(prunable_families())}")
     family = registry.families.get(model_family)
     config = family.load_config(job.bert_config_file)
     if heads_to_prune is not None:  # bad values fail before any model is built

@@ -8,6 +8,7 @@ from modeling import registry
 from modeling.bert import checkpoint_names
 from modeling.bert.config import BertConfig
 from modeling.bert.config import BertConfigError
+from modeling.bert.config import HEADS_PER_LAYER_KEY
 from modeling.bert.config import list_presets
 from modeling.bert.config import load_bert_config
 from modeling.bert.encoder import BertEncoder
@@ -24,6 +25,21 @@ def _demo_config(vocab_size):
                       max_position_embeddings=128, type_vocab_size=2)
 
 
+def _head_units_of_config(config):
+    # Head pruning's unit is a layer: its heads are the config's, or a pruned
+    # model's own per-layer counts.
+    layers = config.num_hidden_layers
+    extra = getattr(config, "extra", None) or {}
+    return (list(range(layers)),
+            extra.get(HEADS_PER_LAYER_KEY, [config.num_attention_heads] * layers))
+
+
+def _extract_features(settings, layers):
+    # run/extract_features.py: Google's extract_features output of the encoder.
+    from modeling.serving import inference  # pylint: disable=g-import-not-at-top
+    return inference.encoder_features_from_files(FAMILY, settings, layers)
+
+
 registry.encoders.register("bert", BertEncoder)
 FAMILY = registry.families.register("bert", registry.Family(
     name="bert",
@@ -35,4 +51,9 @@ FAMILY = registry.families.register("bert", registry.Family(
     name_tables={"google_tf1": checkpoint_names.GOOGLE_TF1, "hf": checkpoint_names.HF},
     checkpoint_heads=checkpoint_names.CHECKPOINT_HEADS,
     is_encoder=lambda model: type(model) is BertEncoder,  # pylint: disable=unidiomatic-typecheck
+    head_pruning=registry.HeadPruning(units_of_config=_head_units_of_config,
+                                      counts_key=HEADS_PER_LAYER_KEY,
+                                      checkpoint_name="bert_model.ckpt"),
+    attention_maps=True,
+    feature_extractor=_extract_features,
 ))

@@ -57,4 +57,5 @@ FAMILY = registry.families.register("elmo", registry.Family(
     is_encoder=lambda model: isinstance(model, ElmoNetwork),
     has_pooler=False,
     frozen_features=True,
+    feature_extractor=features.features_from_files,
 ))

@@ -27,7 +27,8 @@ from modeling.elmo.scalar_mix import ScalarMix
 from modeling.tasks import input_formats
 from modeling.tasks import word_input_format
 
-__all__ = ["ElmoInputFormat", "build_elmo_classifier", "elmo_layers", "extract_features"]
+__all__ = ["ElmoInputFormat", "build_elmo_classifier", "elmo_layers", "extract_features",
+           "features_from_files"]
 
 
 def elmo_layers(network, features, training=False):
@@ -117,3 +118,24 @@ def extract_features(network, tokenizer, texts, layers=None, max_seq_length=128,
 
 
 input_formats.FORMATS.register("elmo", ElmoInputFormat)
+
+
+def features_from_files(settings, layers):
+    """The family's `feature_extractor`: `run/extract_features.py --model_family=elmo`.
+
+    `settings.bert_config_file` is the biLM's elmo_options.json,
+    `settings.vocab_file` its word vocabulary and `settings.init_checkpoint`
+    run_pretraining's output. Returns `(texts, records, what)`; the records
+    (`extract_features`) are computed as they are consumed.
+    """
+    from modeling.elmo import vocabulary as vocab_lib  # pylint: disable=g-import-not-at-top
+    from modeling.elmo.config import load_elmo_config  # pylint: disable=g-import-not-at-top
+    from modeling.serving import inference  # pylint: disable=g-import-not-at-top
+
+    network = ElmoNetwork.from_config_object(load_elmo_config(settings.bert_config_file))
+    word_input_format.load_network_weights(network, settings.init_checkpoint)
+    tokenizer = word_input_format.WordTokenizer(vocab_lib.WordVocabulary(settings.vocab_file),
+                                                settings.do_lower_case)
+    texts = inference.read_input_lines(settings.input_file)
+    return texts, extract_features(network, tokenizer, texts, layers, settings.max_seq_length,
+                                   settings.batch_size), "ELMo features"

@@ -20,6 +20,7 @@ which this project does not have.
 """
 
 from modeling import registry
+from modeling.serving import generation
 from modeling.gpt import checkpoint_names
 from modeling.gpt.config import GPTConfig
 from modeling.gpt.config import GPTConfigError
@@ -56,3 +57,5 @@ FAMILY = registry.families.register("gpt", registry.Family(
     is_encoder=lambda model: isinstance(model, GPTNetwork),
     has_pooler=False,
 ))
+# run/generate.py --recipe=gpt: the causal LM continues each prompt.
+registry.decoders.register("gpt", generation.causal_lm_decoder("gpt"))

@@ -12,6 +12,7 @@ objective (`modeling.objectives.causal_lm`) on the "causal_lm" pipeline
 """
 
 from modeling import registry
+from modeling.serving import generation
 from modeling.gpt2 import checkpoint_names
 from modeling.gpt2.config import GPT2Config
 from modeling.gpt2.config import GPT2ConfigError
@@ -52,3 +53,5 @@ FAMILY = registry.families.register("gpt2", registry.Family(
     is_encoder=lambda model: isinstance(model, GPT2Network) and model.family_name == "gpt2",
     has_pooler=False,
 ))
+# run/generate.py --recipe=gpt2: the causal LM continues each prompt.
+registry.decoders.register("gpt2", generation.causal_lm_decoder("gpt2"))

@@ -27,7 +27,9 @@ from `<|endoftext|>`); that token is not part of the prompt's ids.
 `load_generator(config_file, init_checkpoint, vocab_file, merges_file)`
 builds the network and tokenizer from files (an HF GPT-2 folder or this
 project's pre-training output) and `generate_records` / `write_jsonl`
-produce `run/generate.py`'s JSON lines.
+produce `run/generate.py`'s JSON lines. A causal-LM family offers itself to
+`run/generate.py --recipe=NAME` by registering `causal_lm_decoder(NAME)` in
+`modeling.registry.decoders`.
 """
 
 import dataclasses
@@ -38,9 +40,10 @@ import numpy as np
 import tensorflow as tf
 
 from data import atomic
+from modeling import registry
 
-__all__ = ["DecodingOptions", "GenerationError", "Generator", "filter_logits", "generate",
-           "generate_records", "load_generator", "write_jsonl"]
+__all__ = ["DecodingOptions", "GenerationError", "Generator", "causal_lm_decoder",
+           "filter_logits", "generate", "generate_records", "load_generator", "write_jsonl"]
 
 DECODING_MODES = ("greedy", "sample")
 
@@ -243,7 +246,7 @@ class Generator:
     bos_id: Optional[int]
 
 
-def load_generator(config_file, init_checkpoint, vocab_file, merges_file, family="gpt2"):
+def load_generator(config_file, init_checkpoint, vocab_file, merges_file, family=None):
     """Builds a GPT-2 (or GPT) network from a config file and a checkpoint, and its tokenizer.
 
     Args:
@@ -254,17 +257,17 @@ def load_generator(config_file, init_checkpoint, vocab_file, merges_file, family
             `modeling.checkpoints.init_from_checkpoint` reads.
         vocab_file, merges_file: the byte-level BPE files.
         family: the decoder's model family, "gpt2" or "gpt" (any registered
-            family whose network has `call_with_cache` and `logits`).
+            family whose network has `call_with_cache` and `logits`); None:
+            `registry.DEFAULT_DECODER` (GPT-2).
 
     The eos/bos ids are the config's, else the vocabulary's `<|endoftext|>`.
     """
     from data.tokenizers import byte_bpe  # pylint: disable=g-import-not-at-top
     from modeling import checkpoints  # pylint: disable=g-import-not-at-top
-    from modeling import registry  # pylint: disable=g-import-not-at-top
 
     # Errors name the argument (= run/generate.py's flag) they come from.
     try:
-        family = registry.families.get(family)
+        family = registry.families.get(family or registry.DEFAULT_DECODER)
         config = family.load_config(config_file)
     except (ValueError, OSError) as e:
         raise GenerationError("config_file", str(e)) from e
@@ -309,6 +312,36 @@ def generate_records(generator, prompts, options, batch_size=8):
     return [{"prompt": prompt, "prompt_ids": ids, "generated_ids": result.generated_ids,
              "text": tokenizer.decode(result.generated_ids, skip_special_tokens=True)}
             for prompt, ids, result in zip(prompts, encoded, results)]
+
+
+def causal_lm_decoder(family):
+    """The `registry.Decoder` of `run/generate.py --recipe=FAMILY` for a causal-LM family.
+
+    Its network must have `call_with_cache` and `logits` (`generate`) and read
+    byte-level BPE (`--vocab_file`, `--merges_file`); `--decoding` is greedy
+    or sample, with `--temperature`, `--top_k`, `--top_p` and `--seed`.
+    """
+
+    def options(settings):
+        return DecodingOptions(
+            max_new_tokens=settings.max_new_tokens, decoding=settings.decoding,
+            temperature=settings.temperature, top_k=settings.top_k, top_p=settings.top_p,
+            seed=settings.seed).validate()
+
+    def check(settings):
+        options(settings)
+
+    def generate_from_files(settings, prompts):
+        generator = load_generator(settings.config_file, settings.init_checkpoint,
+                                   settings.vocab_file, settings.merges_file, family=family)
+        return generate_records(generator, prompts, options(settings))
+
+    return registry.Decoder(
+        name=family,
+        required_flags=("init_checkpoint", "config_file", "vocab_file", "merges_file",
+                        "output_file"),
+        input_flags=("vocab_file", "merges_file", "config_file"),
+        check=check, generate=generate_from_files)
 
 
 def write_jsonl(records, path):

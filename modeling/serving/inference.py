@@ -9,7 +9,9 @@ markers, so they become the `[MASK]` token instead of being split into
 ``[``, ``mask``, ``]`` as plain text would be.
 
 `extract_features` reproduces Google's `extract_features.py` output: for each
-input, every token with the activations of the requested layers.
+input, every token with the activations of the requested layers
+(`encoder_features_from_files`: from a family's files, what
+`run/extract_features.py` runs for BERT and ALBERT).
 
 Both pack their inputs with `data.packing` (``text_a ||| text_b`` is a pair),
 the rules the fine-tuning data and the exported SavedModels use.
@@ -335,3 +337,35 @@ def extract_features(encoder, tokenizer, texts, layers=(-1, -2, -3, -4), max_seq
             yield {"linex_index": start + row, "features": token_features,
                    "pooled_output": [round(float(x), 6) for x in pooled[row]],
                    "mean_pooled_output": [round(float(x), 6) for x in mean[row]]}
+
+
+def encoder_features_from_files(family, settings, layers):
+    """`extract_features` of an encoder of `family` read from files: the
+    `Family.feature_extractor` of a family whose encoder takes `input_ids` /
+    `input_mask` / `segment_ids` of a WordPiece vocabulary and returns
+    `encoder_outputs`, `sequence_output` and `pooled_output` (BERT, ALBERT).
+
+    `settings` has `run/extract_features.py`'s flags as attributes; `layers`
+    None means the last four. The config, layers, length and vocabulary are
+    checked and the weights loaded here; the returned records are computed
+    as they are consumed. Returns `(texts, records, "features")`.
+    """
+    from modeling import checkpoints  # pylint: disable=g-import-not-at-top
+
+    layers = layers or [-1, -2, -3, -4]
+    config = family.load_config(settings.bert_config_file)
+    for index in layers:
+        if not -config.num_hidden_layers <= index < config.num_hidden_layers:
+            raise ValueError("--layers has %d but the model has %d layers"
+                             % (index, config.num_hidden_layers))
+    if settings.max_seq_length > config.max_position_embeddings:
+        raise ValueError("--max_seq_length=%d exceeds max_position_embeddings=%d"
+                         % (settings.max_seq_length, config.max_position_embeddings))
+    tokenizer = tokenization.FullTokenizer(settings.vocab_file, settings.do_lower_case)
+    check_vocab_fits(len(tokenizer.vocab), config.vocab_size, settings.vocab_file,
+                     settings.bert_config_file)
+    texts = read_input_lines(settings.input_file)
+    encoder = family.build_encoder(config)
+    checkpoints.init_from_checkpoint(encoder, settings.init_checkpoint)
+    return texts, extract_features(encoder, tokenizer, texts, layers, settings.max_seq_length,
+                                   settings.batch_size, settings.precision), "features"

@@ -43,6 +43,7 @@ import tensorflow as tf
 
 from data import atomic
 from data import packing
+from modeling import registry
 from modeling.serving import inference
 from modeling.tasks import siamese
 
@@ -320,7 +321,8 @@ def check_encoder(index, sentence_encoder, tolerance=1e-3):
 
 def load_sentence_encoder(bert_config_file, vocab_file, init_checkpoint=None,
                           do_lower_case=True, pooling="mean", similarity="cosine",
-                          max_seq_length=128, model_family="bert", precision="fp32"):
+                          max_seq_length=128, model_family=registry.DEFAULT_FAMILY,
+                          precision="fp32"):
     """A `SentenceEncoder` from model files (what build_index.py and match.py load).
 
     `init_checkpoint`: Google TF1, HF safetensors or this project's own (e.g. a
@@ -328,7 +330,6 @@ def load_sentence_encoder(bert_config_file, vocab_file, init_checkpoint=None,
     """
     from data import tokenization  # pylint: disable=import-outside-toplevel
     from modeling import checkpoints  # pylint: disable=import-outside-toplevel
-    from modeling import registry  # pylint: disable=import-outside-toplevel
     if similarity not in siamese.SIMILARITIES:
         raise MatchingError("--similarity=%s: expected one of %s"
                             % (similarity, ", ".join(siamese.SIMILARITIES)))

@@ -194,7 +194,7 @@ class BertClassifier(keras.Model):
 
     @classmethod
     def from_config_object(cls, bert_config, num_labels=None, task_type=CLASSIFICATION,
-                           dtype=None, family="bert", **encoder_kwargs):
+                           dtype=None, family=registry.DEFAULT_FAMILY, **encoder_kwargs):
         """A classifier over a fresh encoder of `family` (a registered name) for its config.
 
         Dropout and the head's initialiser follow the config

@@ -57,8 +57,8 @@ class BertMultipleChoice(classification.BertClassifier):
         self.num_choices = num_choices
 
     @classmethod
-    def from_config_object(cls, bert_config, num_choices, dtype=None, family="bert",
-                           **encoder_kwargs):
+    def from_config_object(cls, bert_config, num_choices, dtype=None,
+                           family=registry.DEFAULT_FAMILY, **encoder_kwargs):
         """A multiple-choice model over a fresh encoder of `family` for its config."""
         kwargs = {} if dtype is None else {"dtype": dtype}
         if isinstance(family, str):

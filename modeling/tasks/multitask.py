@@ -187,7 +187,8 @@ class MultiTaskModel(keras.Model):
         self.built = True
 
     @classmethod
-    def from_config_object(cls, bert_config, tasks, family="bert", **encoder_kwargs):
+    def from_config_object(cls, bert_config, tasks, family=registry.DEFAULT_FAMILY,
+                           **encoder_kwargs):
         """A model over a fresh encoder of `family` (a registered name) for `bert_config`."""
         if isinstance(family, str):
             family = registry.families.get(family)

@@ -231,7 +231,7 @@ class BiEncoder(keras.Model):
         self.built = True
 
     @classmethod
-    def from_config_object(cls, config, family="bert", dtype=None, **kwargs):
+    def from_config_object(cls, config, family=registry.DEFAULT_FAMILY, dtype=None, **kwargs):
         """A bi-encoder over a fresh encoder of `family` (a registered name) for `config`."""
         model_kwargs = {} if dtype is None else {"dtype": dtype}
         if isinstance(family, str):

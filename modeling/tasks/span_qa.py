@@ -60,7 +60,7 @@ class BertSpanQA(keras.Model):
         self.built = True
 
     @classmethod
-    def from_config_object(cls, bert_config, family="bert", **encoder_kwargs):
+    def from_config_object(cls, bert_config, family=registry.DEFAULT_FAMILY, **encoder_kwargs):
         """A span-QA model over a fresh encoder of `family` for `bert_config`."""
         if isinstance(family, str):
             family = registry.families.get(family)

@@ -166,8 +166,8 @@ class BertTagger(keras.Model):
         self.built = True
 
     @classmethod
-    def from_config_object(cls, bert_config, num_labels, use_crf=False, family="bert",
-                           **encoder_kwargs):
+    def from_config_object(cls, bert_config, num_labels, use_crf=False,
+                           family=registry.DEFAULT_FAMILY, **encoder_kwargs):
         if isinstance(family, str):
             family = registry.families.get(family)
         encoder = family.build_encoder(bert_config, **encoder_kwargs)

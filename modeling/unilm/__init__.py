@@ -12,16 +12,20 @@ see set per example by an attention mask:
   "unilm_seq2seq" fine-tuning pipeline (`source<TAB>target` pairs, only
   target tokens masked);
 * `decoding`: greedy and beam-search generation (`run/generate.py
-  --recipe=unilm`).
+  --recipe=unilm`: the decoder "unilm" registered in
+  `modeling.registry.decoders`).
 
 Recipes: `modeling/recipes/presets/unilm.json` (pre-training) and
 `unilm_seq2seq.json` (fine-tuning, `--init_checkpoint` a UNILM or BERT
 checkpoint).
 """
 
+from modeling import registry
 from modeling.unilm import decoding
 from modeling.unilm import masks
 from modeling.unilm import pipelines
 from modeling.unilm.decoding import Seq2SeqDecoder
 
 __all__ = ["Seq2SeqDecoder", "decoding", "masks", "pipelines"]
+
+registry.decoders.register("unilm", decoding.DECODER)

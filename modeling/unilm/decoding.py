@@ -21,15 +21,19 @@ Scores are sums of natural-log probabilities of the generated tokens (the
 final [SEP] included when it was generated); beam search ranks finished
 hypotheses by `score / length ** length_penalty` (0: raw sums, so beam 1
 is greedy search exactly).
+
+`DECODER` is what `run/generate.py --recipe=unilm` runs (registered in
+`modeling.registry.decoders` by `modeling.unilm`).
 """
 
 import numpy as np
 import tensorflow as tf
 
 from data import tokenization
+from modeling import registry
 from modeling.unilm import masks
 
-__all__ = ["DecoderLoadError", "Seq2SeqDecoder", "detokenize", "generate_records",
+__all__ = ["DECODER", "DecoderLoadError", "Seq2SeqDecoder", "detokenize", "generate_records",
            "load_decoder"]
 
 
@@ -240,3 +244,36 @@ def generate_records(decoder, tokenizer, sources, decoding="greedy", beam_size=4
         records.append({"prompt": source, "prompt_ids": source_ids, "generated_ids": ids,
                         "text": detokenize(tokenizer, ids), "score": score})
     return records
+
+
+def _check_settings(settings):
+    if settings.decoding not in ("greedy", "beam"):
+        raise ValueError("--decoding=%s: --recipe=unilm decodes with greedy or beam"
+                         % settings.decoding)
+    if settings.beam_size < 1:
+        raise ValueError("--beam_size=%d: expected a positive integer" % settings.beam_size)
+    if settings.max_new_tokens < 1:
+        raise ValueError("--max_new_tokens=%d: expected a positive integer"
+                         % settings.max_new_tokens)
+
+
+def _generate_from_files(settings, prompts):
+    try:
+        decoder, tokenizer = load_decoder(settings.config_file, settings.init_checkpoint,
+                                          settings.vocab_file, settings.do_lower_case)
+        return generate_records(decoder, tokenizer, prompts, settings.decoding,
+                                settings.beam_size, settings.max_new_tokens,
+                                settings.length_penalty)
+    except DecoderLoadError as e:
+        raise ValueError("--%s: %s" % (e.option, e)) from None
+    except ValueError as e:
+        raise ValueError(str(e)) from None
+
+
+# run/generate.py --recipe=unilm: a UNILM seq2seq model writes the target of each
+# source, greedily or by beam search; WordPiece vocab.txt, bert_config.json.
+DECODER = registry.Decoder(
+    name="unilm",
+    required_flags=("init_checkpoint", "config_file", "vocab_file", "output_file"),
+    input_flags=("vocab_file", "config_file"),
+    check=_check_settings, generate=_generate_from_files)
