@@ -54,9 +54,7 @@ from typing import Optional
 from absl import logging
 import tensorflow as tf
 
-from data import atomic
 from data.processors import conll
-from data.processors.base import DataError
 from modeling import registry
 from modeling.cvt import data as cvt_data
 from modeling.cvt import model as cvt_model
@@ -64,7 +62,7 @@ from modeling.elmo import vocabulary
 from modeling.tasks import FineTuningTask
 from modeling.tasks import seqeval
 from modeling.tasks.input_formats import ClassifierJobError
-from modeling.training import optimization
+from modeling.training import job as job_lib
 from modeling.training import settings
 from modeling.training import trainer as trainer_lib
 from modeling.training import validation
@@ -130,40 +128,6 @@ class CvtResult:
     data_files: dict
 
 
-def _check_job(job):
-    if not job.output_dir:
-        raise CvtJobError("--output_dir is required.")
-    if job.train_file is None and (job.dev_file or job.test_file or job.unlabeled_file):
-        raise CvtJobError("--dev_file/--test_file/--unlabeled_file need --train_file "
-                          "(without any of them the job runs the bundled demo).")
-    if job.train_file and job.use_unlabeled and not job.unlabeled_file:
-        raise CvtJobError("--use_unlabeled needs --unlabeled_file (plain text, one sentence "
-                          "per line); or pass --nouse_unlabeled for the labelled-only tagger.")
-    for name in ("max_seq_length", "embedding_dim", "lstm_dim", "hidden_dim",
-                 "train_batch_size", "unlabeled_batch_size", "eval_batch_size",
-                 "num_train_steps", "gradient_accumulation_steps", "demo_num_labeled"):
-        if getattr(job, name) < 1:
-            raise CvtJobError("--%s must be positive, got %r" % (name, getattr(job, name)))
-    for name in ("dropout", "word_dropout"):
-        if not 0.0 <= getattr(job, name) < 1.0:
-            raise CvtJobError("--%s must be in [0, 1), got %r" % (name, getattr(job, name)))
-    for name in ("unlabeled_weight", "unlabeled_start_step", "unlabeled_rampup_steps"):
-        if getattr(job, name) < 0:
-            raise CvtJobError("--%s must be >= 0, got %r" % (name, getattr(job, name)))
-    validation.validate_training_values(
-        True, learning_rate=job.learning_rate,
-        save_checkpoints_steps=job.save_checkpoints_steps,
-        keep_checkpoint_max=job.keep_checkpoint_max, log_steps=job.log_steps,
-        warmup_proportion=job.warmup_proportion, do_eval=True)
-    if job.nan_policy not in trainer_lib.NAN_POLICIES:
-        raise CvtJobError("--nan_policy=%s: expected one of %s"
-                          % (job.nan_policy, ", ".join(trainer_lib.NAN_POLICIES)))
-    try:
-        return vocabulary.WordVocabulary(job.vocab_file or DEFAULT_VOCAB)
-    except vocabulary.VocabularyError as e:
-        raise CvtJobError(str(e)) from None
-
-
 def _read(path, flag):
     if not tf.io.gfile.exists(path):
         raise CvtJobError("--%s=%s: no such file" % (flag, path))
@@ -187,107 +151,159 @@ def _tags(sentences, predicted, label_list):
             + ["O"] * max(0, len(s.words) - len(row)) for s, row in zip(sentences, predicted)]
 
 
-def run(job):
-    """Trains (CVT or labelled-only), evaluates on dev and test; returns a `CvtResult`."""
-    vocab = _check_job(job)
-    strategy = settings.start_run(job)
-    with settings.output_dir_lock(job, strategy):
+class CvtRunner(job_lib.JobRunner):
+    """`run`'s steps: the common job shape (`modeling.training.job`) with CVT's hooks.
+
+    It always trains, for `num_train_steps`; the dev set is its evaluation,
+    the test set its prediction, both reported in one eval_results.txt.
+    """
+
+    error = CvtJobError
+    modes = ()
+    training = True
+    dev = test = None  # the labelled splits, read by `prepare`
+
+    @property
+    def evaluating(self):
+        return self.dev is not None
+
+    @property
+    def predicting(self):
+        return self.test is not None
+
+    def check(self):
+        job = self.job
+        self.check_required("output_dir")
+        if job.train_file is None and (job.dev_file or job.test_file or job.unlabeled_file):
+            raise CvtJobError("--dev_file/--test_file/--unlabeled_file need --train_file "
+                              "(without any of them the job runs the bundled demo).")
+        if job.train_file and job.use_unlabeled and not job.unlabeled_file:
+            raise CvtJobError("--use_unlabeled needs --unlabeled_file (plain text, one sentence "
+                              "per line); or pass --nouse_unlabeled for the labelled-only tagger.")
+        for names, bad, requirement in (
+                (("max_seq_length", "embedding_dim", "lstm_dim", "hidden_dim",
+                  "train_batch_size", "unlabeled_batch_size", "eval_batch_size",
+                  "num_train_steps", "gradient_accumulation_steps", "demo_num_labeled"),
+                 lambda v: v < 1, "must be positive"),
+                (("dropout", "word_dropout"), lambda v: not 0.0 <= v < 1.0, "must be in [0, 1)"),
+                (("unlabeled_weight", "unlabeled_start_step", "unlabeled_rampup_steps"),
+                 lambda v: v < 0, "must be >= 0")):
+            for name in names:
+                if bad(getattr(job, name)):
+                    raise CvtJobError("--%s %s, got %r" % (name, requirement, getattr(job, name)))
+        # Steps, not epochs: the warm-up proportion is checked on its own.
+        validation.validate_training_values(True, warmup_proportion=job.warmup_proportion)
+        self.check_training_values(epochs=False)
         try:
-            return _run(job, vocab, strategy)
-        except DataError as e:
+            self.vocab = vocabulary.WordVocabulary(job.vocab_file or DEFAULT_VOCAB)
+        except vocabulary.VocabularyError as e:
             raise CvtJobError(str(e)) from None
 
+    def prepare(self):
+        job = self.job
+        files = {"train": job.train_file, "dev": job.dev_file, "test": job.test_file,
+                 "unlabeled": job.unlabeled_file}
+        if not job.train_file:
+            demo = cvt_data.write_demo_data(self._path("data"), num_labeled=job.demo_num_labeled)
+            files = {name: demo[name] for name in files}
+            if not job.vocab_file:
+                self.vocab = vocabulary.WordVocabulary(demo["vocab"])
+            logging.info("Demo data in %s", os.path.dirname(demo["train"]))
+        self.files = files
+        train = _read(files["train"], "train_file")
+        self.dev = _read(files["dev"], "dev_file") if files["dev"] else None
+        self.test = _read(files["test"], "test_file") if files["test"] else None
+        self.label_list = self.saved_label_list(conll.label_list_from(train), LABEL_LIST_FILE)
+        self._write(train, "train")
+        for name, sentences in (("eval", self.dev), ("predict", self.test)):
+            if sentences is not None:
+                self._write(sentences, name, pad_to_multiple=job.eval_batch_size)
+        if job.use_unlabeled:
+            plain = cvt_data.read_unlabeled(files["unlabeled"], job.do_lower_case)
+            if not plain:
+                raise CvtJobError("--unlabeled_file=%s: no sentences" % files["unlabeled"])
+            cvt_data.write_unlabeled_records(plain, self.vocab, job.max_seq_length,
+                                             self._path("unlabeled.tf_record"), job.do_lower_case)
+            logging.info("CVT: %d labelled, %d unlabelled sentences", len(train), len(plain))
+        else:
+            logging.info("Labelled only: %d sentences", len(train))
+        return len(train)
 
-def _run(job, vocab, strategy):
-    output_dir = job.output_dir
-    tf.io.gfile.makedirs(output_dir)
-    files = {"train": job.train_file, "dev": job.dev_file, "test": job.test_file,
-             "unlabeled": job.unlabeled_file}
-    if not job.train_file:
-        demo = cvt_data.write_demo_data(os.path.join(output_dir, "data"),
-                                        num_labeled=job.demo_num_labeled)
-        files = {name: demo[name] for name in files}
-        if not job.vocab_file:
-            vocab = vocabulary.WordVocabulary(demo["vocab"])
-        logging.info("Demo data in %s", os.path.dirname(demo["train"]))
-    train = _read(files["train"], "train_file")
-    dev = _read(files["dev"], "dev_file") if files["dev"] else None
-    test = _read(files["test"], "test_file") if files["test"] else None
-    label_list = conll.label_list_from(train)
-    atomic.write_text(os.path.join(output_dir, LABEL_LIST_FILE),
-                      "".join(label + "\n" for label in label_list))
-    n = job.max_seq_length
-    path = lambda name: os.path.join(output_dir, name)
-    cvt_data.write_tagged_records(train, label_list, vocab, n, path("train.tf_record"),
-                                  job.do_lower_case)
-    for name, sentences in (("eval", dev), ("predict", test)):
-        if sentences is not None:
-            cvt_data.write_tagged_records(sentences, label_list, vocab, n,
-                                          path(name + ".tf_record"), job.do_lower_case,
-                                          pad_to_multiple=job.eval_batch_size)
-    train_fn = cvt_data.tagged_input_fn(path("train.tf_record"), n, job.train_batch_size,
-                                        True, seed=job.seed)
-    accumulate = job.gradient_accumulation_steps
-    if job.use_unlabeled:
-        plain = cvt_data.read_unlabeled(files["unlabeled"], job.do_lower_case)
-        if not plain:
-            raise CvtJobError("--unlabeled_file=%s: no sentences" % files["unlabeled"])
-        cvt_data.write_unlabeled_records(plain, vocab, n, path("unlabeled.tf_record"),
-                                         job.do_lower_case)
-        train_fn = cvt_data.unlabeled_input_fn(train_fn, path("unlabeled.tf_record"), n,
-                                               job.unlabeled_batch_size, seed=job.seed,
-                                               start_batch=job.unlabeled_start_step * accumulate,
-                                               rampup_batches=job.unlabeled_rampup_steps
-                                               * accumulate)
-        logging.info("CVT: %d labelled, %d unlabelled sentences", len(train), len(plain))
-    else:
-        logging.info("Labelled only: %d sentences", len(train))
+    def _path(self, name):
+        return os.path.join(self.job.output_dir, name)
 
-    def model_fn():
+    def _write(self, sentences, name, **kwargs):
+        job = self.job
+        cvt_data.write_tagged_records(sentences, self.label_list, self.vocab, job.max_seq_length,
+                                      self._path(name + ".tf_record"), job.do_lower_case,
+                                      **kwargs)
+
+    def training_steps(self, num_examples):
+        steps = self.job.num_train_steps
+        return steps, int(steps * self.job.warmup_proportion)
+
+    def build_model(self):
+        job, vocab = self.job, self.vocab
         model = cvt_model.CvtTagger(
-            len(vocab), len(label_list), embedding_dim=job.embedding_dim,
+            len(vocab), len(self.label_list), embedding_dim=job.embedding_dim,
             lstm_dim=job.lstm_dim, hidden_dim=job.hidden_dim, dropout=job.dropout,
             unlabeled_weight=job.unlabeled_weight, word_dropout=job.word_dropout,
             unk_id=vocab.unk_id, unlabeled_trains_embeddings=job.unlabeled_trains_embeddings)
-        return model.build_all(n)
+        return model.build_all(job.max_seq_length)
 
-    steps = job.num_train_steps
-    trainer = trainer_lib.Trainer(
-        strategy, model_fn=model_fn,
-        optimizer_fn=lambda: optimization.create_optimizer(
-            job.learning_rate, steps, int(steps * job.warmup_proportion),
-            **job.optimizer_options()),
-        model_dir=output_dir, train_batch_size=job.train_batch_size, num_train_steps=steps,
-        save_checkpoints_steps=job.save_checkpoints_steps, **job.trainer_options())
-    trainer.train(train_fn)
+    def build_trainer(self, **overrides):
+        return super().build_trainer(init_fn=None, **overrides)
 
-    results = {}
-    result = CvtResult(eval_results=results, test_predictions=None, output_dir=output_dir,
-                       data_files=files)
-    for name, sentences, prefix in (("eval", dev, "eval_"), ("predict", test, "test_")):
-        if sentences is None:
-            continue
-        input_fn = cvt_data.tagged_input_fn(path(name + ".tf_record"), n,
-                                            job.eval_batch_size, False)
+    def train_input_fn(self):
+        job, n = self.job, self.job.max_seq_length
+        train_fn = cvt_data.tagged_input_fn(self._path("train.tf_record"), n,
+                                            job.train_batch_size, True, seed=job.seed)
+        if not job.use_unlabeled:
+            return train_fn
+        accumulate = job.gradient_accumulation_steps
+        return cvt_data.unlabeled_input_fn(train_fn, self._path("unlabeled.tf_record"), n,
+                                           job.unlabeled_batch_size, seed=job.seed,
+                                           start_batch=job.unlabeled_start_step * accumulate,
+                                           rampup_batches=job.unlabeled_rampup_steps
+                                           * accumulate)
+
+    def _score(self, trainer, name, sentences, prefix):
+        """(tags, results): loss, accuracy and entity scores of one split, keys `prefix`..."""
+        input_fn = cvt_data.tagged_input_fn(self._path(name + ".tf_record"),
+                                            self.job.max_seq_length, self.job.eval_batch_size,
+                                            False)
         raw = trainer.evaluate(input_fn, max_steps=None, restore=False)
-        results["global_step"] = raw.pop("global_step")
-        results[prefix + "loss"] = raw["loss"]
-        results[prefix + "accuracy"] = raw["accuracy"]
-        predicted = trainer.predict(input_fn, ["predicted_ids"],
-                                    restore=False)["predicted_ids"]
-        tags = _tags(sentences, predicted, label_list)
+        results = {"global_step": raw["global_step"], prefix + "loss": raw["loss"],
+                   prefix + "accuracy": raw["accuracy"]}
+        predicted = trainer.predict(input_fn, ["predicted_ids"], restore=False)["predicted_ids"]
+        tags = _tags(sentences, predicted, self.label_list)
         results.update(_flat_scores(seqeval.entity_scores([s.tags for s in sentences], tags),
                                     prefix))
-        if name == "predict":
-            result.test_predictions = tags
-            if trainer.is_chief:
-                conll.write_conll_predictions(path("test_predictions.txt"), sentences, tags)
-    if trainer.is_chief and results:
-        trainer_lib.write_eval_results(results, path("eval_results.txt"))
-    print("***** Eval results (%s) *****" % ("CVT" if job.use_unlabeled else "labelled only"))
-    for key in sorted(results):
-        print("  %s = %s" % (key, results[key]))
-    return result
+        return tags, results
+
+    def evaluate(self, trainer):
+        return self._score(trainer, "eval", self.dev, "eval_")[1]
+
+    def predict(self, trainer):
+        tags, results = self._score(trainer, "predict", self.test, "test_")
+        if trainer.is_chief:
+            conll.write_conll_predictions(self._path("test_predictions.txt"), self.test, tags)
+        return tags, results
+
+    def finish(self, trainer, eval_results, predictions):
+        tags, test_results = predictions if predictions is not None else (None, {})
+        results = dict(eval_results, **test_results)
+        if trainer.is_chief and results:
+            trainer_lib.write_eval_results(results, self._path("eval_results.txt"))
+        job_lib.print_results(results, "Eval results (%s)" % (
+            "CVT" if self.job.use_unlabeled else "labelled only"))
+        return CvtResult(eval_results=results, test_predictions=tags,
+                         output_dir=self.job.output_dir, data_files=self.files)
+
+
+def run(job):
+    """Trains (CVT or labelled-only), evaluates on dev and test; returns a `CvtResult`."""
+    return CvtRunner(job).run()
 
 
 registry.tasks.register("cvt", FineTuningTask(

@@ -68,7 +68,6 @@ from data import atomic
 from data import input_pipeline
 from data import processors as processors_lib
 from data import tokenization
-from data.processors.base import DataError
 from modeling import checkpoints
 from modeling import registry
 from modeling.checkpoints import google_tf1
@@ -82,7 +81,7 @@ from modeling.objectives.base import BertPretrainer
 from modeling.tasks import FineTuningTask
 from modeling.tasks import classifier_job
 from modeling.tasks.classification import BertClassifier
-from modeling.training import optimization
+from modeling.training import job as job_lib
 from modeling.training import settings
 from modeling.training import trainer as trainer_lib
 from modeling.training import validation
@@ -200,103 +199,6 @@ def _load_config(family, path, flag):
         return family.load_config(path)
     except (ValueError, TypeError) as e:
         raise DistillationError("--%s: %s" % (flag, str(e).splitlines()[0])) from None
-
-
-def _check_job(job):
-    """Checks the settings that need no data; returns (family, teacher configs, student config)."""
-    if job.style not in STYLES:
-        raise DistillationError("--style=%s: expected one of %s" % (job.style, ", ".join(STYLES)))
-    if not (job.do_train or job.do_eval):
-        raise DistillationError("At least one of `do_train` or `do_eval` must be True.")
-    if not job.output_dir:
-        raise DistillationError("--output_dir is required.")
-    try:
-        family = registry.families.get(job.model_family)
-    except registry.RegistryError as e:
-        raise DistillationError("--model_family: %s" % e) from None
-    if not family.has_pooler:
-        raise DistillationError("--model_family=%s: distillation needs a BERT-style encoder "
-                                "family with a pooled output (e.g. bert, albert)"
-                                % job.model_family)
-    checkpoints_ = _list(job.teacher_checkpoints)
-    config_files = _list(job.teacher_config_file)
-    baseline = job.style == "mtdnn" and not checkpoints_
-    if baseline:
-        if job.alpha != 0:
-            raise DistillationError(
-                "--teacher_checkpoints is empty: with no teacher only --alpha=0 (plain "
-                "fine-tuning of the student on the labels, the baseline) makes sense; got "
-                "--alpha=%s" % job.alpha)
-    elif not checkpoints_:
-        raise DistillationError("--teacher_checkpoints is required for --style=%s" % job.style)
-    if job.style != "mtdnn" and len(checkpoints_) > 1:
-        raise DistillationError("--style=%s distils one teacher; --teacher_checkpoints has %d "
-                                "(an ensemble is --style=mtdnn)" % (job.style, len(checkpoints_)))
-    if checkpoints_ and len(config_files) not in (1, len(checkpoints_)):
-        raise DistillationError(
-            "--teacher_config_file: give one config for all teachers or one per "
-            "checkpoint; got %d for %d checkpoints" % (len(config_files), len(checkpoints_)))
-    teacher_configs = []
-    if checkpoints_:
-        if not config_files:
-            raise DistillationError("--teacher_config_file is required.")
-        teacher_configs = [_load_config(family, f, "teacher_config_file") for f in config_files]
-        if len(teacher_configs) == 1:
-            teacher_configs = teacher_configs * len(checkpoints_)
-    if job.style == "distilbert" and not job.student_config_file:
-        student_config = students.half_depth_config(teacher_configs[0])
-    else:
-        student_config = _load_config(family, job.student_config_file, "student_config_file")
-    vocab_sizes = {c.vocab_size for c in teacher_configs + [student_config]}
-    if len(vocab_sizes) > 1:
-        raise DistillationError("teachers and student must share one vocabulary; their configs "
-                                "say vocab_size %s" % sorted(vocab_sizes))
-    for config in teacher_configs + [student_config]:
-        if job.max_seq_length > config.max_position_embeddings:
-            raise DistillationError(
-                "--max_seq_length=%d exceeds max_position_embeddings=%d of a teacher or "
-                "student config" % (job.max_seq_length, config.max_position_embeddings))
-    if job.style == "tinybert" and job.stage not in models.STAGES:
-        raise DistillationError("--stage=%s: expected one of %s"
-                                % (job.stage, ", ".join(models.STAGES)))
-    if job.style == "tinybert" and job.stage != "prediction":
-        if student_config.num_attention_heads != teacher_configs[0].num_attention_heads:
-            raise DistillationError(
-                "--student_config_file=%s: attention maps are matched head by head, so the "
-                "student needs the teacher's num_attention_heads=%d (it has %d)"
-                % (job.student_config_file, teacher_configs[0].num_attention_heads,
-                   student_config.num_attention_heads))
-        students.parse_layer_map(job.layer_map, student_config.num_hidden_layers,
-                                 teacher_configs[0].num_hidden_layers)
-    if not job.temperature > 0:
-        raise DistillationError("--temperature must be positive, got %s" % job.temperature)
-    if not 0 <= job.alpha <= 1:
-        raise DistillationError("--alpha must be in [0, 1], got %s" % job.alpha)
-    for name in ("train_batch_size", "eval_batch_size", "gradient_accumulation_steps",
-                 "latency_runs"):
-        if getattr(job, name) < 1:
-            raise DistillationError("--%s must be positive." % name)
-    if job.num_train_steps is not None and job.num_train_steps < 1:
-        raise DistillationError("--num_train_steps must be positive (or unset: epochs).")
-    try:
-        validation.validate_training_values(
-            job.do_train, learning_rate=job.learning_rate,
-            save_checkpoints_steps=job.save_checkpoints_steps,
-            keep_checkpoint_max=job.keep_checkpoint_max, log_steps=job.log_steps,
-            num_train_epochs=job.num_train_epochs if job.do_train else None,
-            warmup_proportion=job.warmup_proportion, do_eval=job.do_eval)
-    except ValueError as e:
-        raise DistillationError(str(e)) from None
-    if job.nan_policy not in trainer_lib.NAN_POLICIES:
-        raise DistillationError("--nan_policy=%s: expected one of %s"
-                                % (job.nan_policy, ", ".join(trainer_lib.NAN_POLICIES)))
-    for path in checkpoints_ + _list(job.student_init_checkpoint):
-        try:
-            checkpoints.resolve_checkpoint(path)
-        except (FileNotFoundError, ValueError) as e:
-            raise DistillationError("checkpoint %s: %s" % (path, str(e).splitlines()[0])) \
-                from None
-    return family, checkpoints_, teacher_configs, student_config
 
 
 # ------------------------------------------------------------------ models
@@ -448,71 +350,6 @@ def _train_input_fn(labelled, transfer, seq_length, batch_size, num_examples, se
     return input_fn
 
 
-def _classification_data(job, config):
-    """Writes train/transfer/eval TFRecords; returns what the run needs."""
-    classifier_args = {f.name: getattr(job, f.name) for f in dataclasses.fields(
-        classifier_job.ClassifierJob) if hasattr(job, f.name)}
-    cjob = classifier_job.ClassifierJob(**classifier_args)
-    if not job.data_dir:
-        raise DistillationError("--data_dir is required for --style=%s" % job.style)
-    if not job.task_name and not job.processor:
-        raise DistillationError("Give --task_name or --processor=path/to/my_task.py:MyProcessor.")
-    try:
-        processor = classifier_job.build_processor(cjob, config.vocab_size)
-    except (ValueError, KeyError) as e:
-        raise DistillationError(str(e).splitlines()[0]) from None
-    if getattr(processor, "task_type", processors_lib.CLASSIFICATION) != \
-            processors_lib.CLASSIFICATION:
-        raise DistillationError("--style=%s distils single-label classification; the "
-                                "processor's task_type is %s" % (job.style, processor.task_type))
-    if getattr(processor, "is_multiple_choice", False):
-        raise DistillationError("--style=%s: multiple-choice processors are not supported"
-                                % job.style)
-    if not job.vocab_file:
-        raise DistillationError("--vocab_file is required.")
-    if not tf.io.gfile.exists(job.vocab_file):
-        raise DistillationError("--vocab_file=%s: no such file" % job.vocab_file)
-    vocab = tokenization.load_vocab(job.vocab_file)
-    if len(vocab) != config.vocab_size:
-        raise DistillationError("--vocab_file=%s has %d tokens but the configs say vocab_size=%d"
-                                % (job.vocab_file, len(vocab), config.vocab_size))
-    tokenizer = tokenization.FullTokenizer(job.vocab_file, job.do_lower_case)
-    label_list = list(processor.get_labels())
-    if not label_list:
-        raise DistillationError("The processor's get_labels() returned no labels.")
-
-    def write(examples, name):
-        path = os.path.join(job.output_dir, name)
-        processors_lib.file_based_convert_examples_to_features(
-            examples, label_list, job.max_seq_length, tokenizer, path,
-            processors_lib.CLASSIFICATION)
-        return path
-
-    data = {"label_list": label_list, "train": None, "transfer": None, "eval": None,
-            "num_train": 0}
-    if job.do_train:
-        train = processor.get_train_examples(job.data_dir)
-        if not train:
-            raise DistillationError("The training set in %s has no examples." % job.data_dir)
-        data["train"] = write(train, "train.tf_record")
-        data["num_train"] = len(train)
-        if job.transfer_file:
-            if not _list(job.teacher_checkpoints):
-                raise DistillationError("--transfer_file: unlabeled examples need a teacher "
-                                        "(--teacher_checkpoints)")
-            transfer = read_transfer_examples(job.transfer_file)
-            data["transfer"] = write(transfer, "transfer.tf_record")
-            data["num_train"] += len(transfer)
-    if job.do_eval:
-        dev = processor.get_dev_examples(job.data_dir)
-        if not dev:
-            raise DistillationError("The dev set in %s has no examples." % job.data_dir)
-        data["num_dev"] = len(dev)
-        data["eval"] = write(processors_lib.pad_examples(dev, job.eval_batch_size),
-                             "eval.tf_record")
-    return data
-
-
 def _expand(flag, pattern):
     files = []
     for part in _list(pattern):
@@ -583,92 +420,283 @@ def format_table(rows, metric):
 # --------------------------------------------------------------------- run
 
 
-def run(job):
-    """Runs `job`; returns a `DistillationResult`."""
-    family, teacher_paths, teacher_configs, student_config = _check_job(job)
-    strategy = settings.start_run(job)
-    with settings.output_dir_lock(job, strategy):
+class DistillationRunner(job_lib.JobRunner):
+    """`run`'s steps: the common job shape (`modeling.training.job`) with distillation's hooks.
+
+    The style picks the data (classification records, or create_pretraining_data.py
+    TFRecords for distilbert), the distiller and its teachers; the student is
+    exported right after training, then compared with the teachers on the dev set.
+    """
+
+    error = DistillationError
+    modes = ("do_train", "do_eval")
+
+    def __init__(self, job):
+        super().__init__(job)
+        self.table = []
+        self.student_checkpoint = None
+        self.mlm = job.style == "distilbert"
+
+    # ----- checks (nothing written yet) ----------------------------------------------------
+
+    def check(self):
+        """The settings that need no data: family, teachers, student, losses, training values."""
+        job = self.job
+        if job.style not in STYLES:
+            raise DistillationError("--style=%s: expected one of %s"
+                                    % (job.style, ", ".join(STYLES)))
+        self.check_modes()
+        self.check_required("output_dir")
+        self.family = family = self.load_family()
+        self.teacher_paths = paths = _list(job.teacher_checkpoints)
+        config_files = _list(job.teacher_config_file)
+        baseline = job.style == "mtdnn" and not paths
+        if baseline:
+            if job.alpha != 0:
+                raise DistillationError(
+                    "--teacher_checkpoints is empty: with no teacher only --alpha=0 (plain "
+                    "fine-tuning of the student on the labels, the baseline) makes sense; got "
+                    "--alpha=%s" % job.alpha)
+        elif not paths:
+            raise DistillationError("--teacher_checkpoints is required for --style=%s"
+                                    % job.style)
+        if job.style != "mtdnn" and len(paths) > 1:
+            raise DistillationError("--style=%s distils one teacher; --teacher_checkpoints has "
+                                    "%d (an ensemble is --style=mtdnn)" % (job.style, len(paths)))
+        if paths and len(config_files) not in (1, len(paths)):
+            raise DistillationError(
+                "--teacher_config_file: give one config for all teachers or one per "
+                "checkpoint; got %d for %d checkpoints" % (len(config_files), len(paths)))
+        teacher_configs = []
+        if paths:
+            if not config_files:
+                raise DistillationError("--teacher_config_file is required.")
+            teacher_configs = [_load_config(family, f, "teacher_config_file")
+                               for f in config_files]
+            if len(teacher_configs) == 1:
+                teacher_configs = teacher_configs * len(paths)
+        if self.mlm and not job.student_config_file:
+            student_config = students.half_depth_config(teacher_configs[0])
+        else:
+            student_config = _load_config(family, job.student_config_file,
+                                          "student_config_file")
+        self.teacher_configs, self.student_config = teacher_configs, student_config
+        vocab_sizes = {c.vocab_size for c in teacher_configs + [student_config]}
+        if len(vocab_sizes) > 1:
+            raise DistillationError("teachers and student must share one vocabulary; their "
+                                    "configs say vocab_size %s" % sorted(vocab_sizes))
+        for config in teacher_configs + [student_config]:
+            if job.max_seq_length > config.max_position_embeddings:
+                raise DistillationError(
+                    "--max_seq_length=%d exceeds max_position_embeddings=%d of a teacher or "
+                    "student config" % (job.max_seq_length, config.max_position_embeddings))
+        self._check_tinybert()
+        if not job.temperature > 0:
+            raise DistillationError("--temperature must be positive, got %s" % job.temperature)
+        if not 0 <= job.alpha <= 1:
+            raise DistillationError("--alpha must be in [0, 1], got %s" % job.alpha)
+        self.check_positive("train_batch_size", "eval_batch_size", "gradient_accumulation_steps",
+                            "latency_runs")
+        if job.num_train_steps is not None and job.num_train_steps < 1:
+            raise DistillationError("--num_train_steps must be positive (or unset: epochs).")
         try:
-            return _run(job, family, teacher_paths, teacher_configs, student_config, strategy)
-        except DataError as e:
+            self.check_training_values()
+        except validation.TrainingValueError as e:
             raise DistillationError(str(e)) from None
+        for path in paths + _list(job.student_init_checkpoint):
+            try:
+                checkpoints.resolve_checkpoint(path)
+            except (FileNotFoundError, ValueError) as e:
+                raise DistillationError("checkpoint %s: %s"
+                                        % (path, str(e).splitlines()[0])) from None
 
+    def check_family(self, family):
+        if not family.has_pooler:
+            raise DistillationError("--model_family=%s: distillation needs a BERT-style encoder "
+                                    "family with a pooled output (e.g. bert, albert)"
+                                    % self.job.model_family)
 
-def _run(job, family, teacher_paths, teacher_configs, student_config, strategy):
-    tf.io.gfile.makedirs(job.output_dir)
-    mlm = job.style == "distilbert"
-    if mlm:
+    def _check_tinybert(self):
+        """TinyBERT's stage, and the head count and layer map of its layer-wise losses."""
+        job, student, teacher = self.job, self.student_config, None
+        self.layer_map = None
+        if job.style != "tinybert":
+            return
+        if job.stage not in models.STAGES:
+            raise DistillationError("--stage=%s: expected one of %s"
+                                    % (job.stage, ", ".join(models.STAGES)))
+        if job.stage == "prediction":
+            return
+        teacher = self.teacher_configs[0]
+        if student.num_attention_heads != teacher.num_attention_heads:
+            raise DistillationError(
+                "--student_config_file=%s: attention maps are matched head by head, so the "
+                "student needs the teacher's num_attention_heads=%d (it has %d)"
+                % (job.student_config_file, teacher.num_attention_heads,
+                   student.num_attention_heads))
+        self.layer_map = students.parse_layer_map(job.layer_map, student.num_hidden_layers,
+                                                  teacher.num_hidden_layers)
+
+    # ----- data ----------------------------------------------------------------------------
+
+    def prepare(self):
+        """The masked-LM files (distilbert) or the classification records; the training examples."""
+        job = self.job
+        if self.mlm:
+            self.train_files = _expand("input_file", job.input_file) if job.do_train else None
+            self.eval_files = (_expand("eval_input_file", job.eval_input_file)
+                               if job.do_eval else None)
+            num_examples = 0
+            if job.do_train and job.num_train_steps is None:
+                num_examples = sum(1 for f in self.train_files
+                                   for _ in tf.data.TFRecordDataset(f))
+        else:
+            num_examples = self._classification_data()
+        if self.layer_map is not None:
+            logging.info("Layer map (student:teacher): %s",
+                         ",".join("%d:%d" % pair for pair in self.layer_map))
+        return num_examples
+
+    def _classification_data(self):
+        """Writes train/transfer/eval TFRecords; returns the number of training examples."""
+        job = self.job
+        classifier_args = {f.name: getattr(job, f.name) for f in dataclasses.fields(
+            classifier_job.ClassifierJob) if hasattr(job, f.name)}
+        cjob = classifier_job.ClassifierJob(**classifier_args)
+        if not job.data_dir:
+            raise DistillationError("--data_dir is required for --style=%s" % job.style)
+        if not job.task_name and not job.processor:
+            raise DistillationError("Give --task_name or "
+                                    "--processor=path/to/my_task.py:MyProcessor.")
+        vocab_size = self.student_config.vocab_size
+        try:
+            processor = classifier_job.build_processor(cjob, vocab_size)
+        except (ValueError, KeyError) as e:
+            raise DistillationError(str(e).splitlines()[0]) from None
+        if getattr(processor, "task_type", processors_lib.CLASSIFICATION) != \
+                processors_lib.CLASSIFICATION:
+            raise DistillationError("--style=%s distils single-label classification; the "
+                                    "processor's task_type is %s"
+                                    % (job.style, processor.task_type))
+        if getattr(processor, "is_multiple_choice", False):
+            raise DistillationError("--style=%s: multiple-choice processors are not supported"
+                                    % job.style)
+        self.check_required("vocab_file")
+        if not tf.io.gfile.exists(job.vocab_file):
+            raise DistillationError("--vocab_file=%s: no such file" % job.vocab_file)
+        vocab = tokenization.load_vocab(job.vocab_file)
+        if len(vocab) != vocab_size:
+            raise DistillationError("--vocab_file=%s has %d tokens but the configs say "
+                                    "vocab_size=%d" % (job.vocab_file, len(vocab), vocab_size))
+        self.tokenizer = tokenization.FullTokenizer(job.vocab_file, job.do_lower_case)
+        self.label_list = list(processor.get_labels())
+        if not self.label_list:
+            raise DistillationError("The processor's get_labels() returned no labels.")
+        self.train_record = self.transfer_record = self.eval_record = None
+        num_train = 0
         if job.do_train:
-            train_files = _expand("input_file", job.input_file)
+            train = processor.get_train_examples(job.data_dir)
+            if not train:
+                raise DistillationError("The training set in %s has no examples." % job.data_dir)
+            self.train_record = self._write(train, "train.tf_record")
+            num_train = len(train)
+            if job.transfer_file:
+                if not self.teacher_paths:
+                    raise DistillationError("--transfer_file: unlabeled examples need a "
+                                            "teacher (--teacher_checkpoints)")
+                transfer = read_transfer_examples(job.transfer_file)
+                self.transfer_record = self._write(transfer, "transfer.tf_record")
+                num_train += len(transfer)
         if job.do_eval:
-            eval_files = _expand("eval_input_file", job.eval_input_file)
-        num_examples = 0
-        if job.do_train and job.num_train_steps is None:
-            num_examples = sum(1 for f in train_files for _ in tf.data.TFRecordDataset(f))
-        data = None
-    else:
-        data = _classification_data(job, student_config)
-        num_examples = data["num_train"]
-        num_labels = len(data["label_list"])
+            dev = processor.get_dev_examples(job.data_dir)
+            if not dev:
+                raise DistillationError("The dev set in %s has no examples." % job.data_dir)
+            self.eval_record = self._write(processors_lib.pad_examples(dev, job.eval_batch_size),
+                                           "eval.tf_record")
+        self.num_train_examples = num_train
+        return num_train
 
-    num_train_steps = 0
-    if job.do_train:
-        per_update = job.train_batch_size * job.gradient_accumulation_steps
-        num_train_steps = job.num_train_steps or int(
-            num_examples / per_update * job.num_train_epochs)
-        if num_train_steps < 1:
-            raise DistillationError("%d training examples, --train_batch_size=%d and "
-                                    "--num_train_epochs=%s make no training step"
-                                    % (num_examples, job.train_batch_size, job.num_train_epochs))
-    num_warmup_steps = int(num_train_steps * job.warmup_proportion)
-    layer_map = None
-    if job.style == "tinybert" and job.stage != "prediction":
-        layer_map = students.parse_layer_map(job.layer_map, student_config.num_hidden_layers,
-                                             teacher_configs[0].num_hidden_layers)
-        logging.info("Layer map (student:teacher): %s",
-                     ",".join("%d:%d" % pair for pair in layer_map))
-    holder = {}
+    def _write(self, examples, name):
+        path = os.path.join(self.job.output_dir, name)
+        processors_lib.file_based_convert_examples_to_features(
+            examples, self.label_list, self.job.max_seq_length, self.tokenizer, path,
+            processors_lib.CLASSIFICATION)
+        return path
 
-    def model_fn():
-        # Teachers are loaded here, not in init_fn: they are fixed, and a
-        # resumed run (which skips init_fn) must see them too.
+    def training_steps(self, num_examples):
+        """`num_train_steps` when given, else Google's arithmetic over the epochs."""
+        steps = self.job.num_train_steps
+        if steps:
+            return steps, int(steps * self.job.warmup_proportion)
+        return super().training_steps(num_examples)
+
+    def train_input_fn(self):
+        job = self.job
+        if self.mlm:
+            return input_pipeline.pretraining_input_fn_builder(
+                self.train_files, job.max_seq_length, job.max_predictions_per_seq, True,
+                job.train_batch_size, seed=job.seed)
+        return _train_input_fn(self.train_record, self.transfer_record, job.max_seq_length,
+                               job.train_batch_size, self.num_train_examples, job.seed)
+
+    def _eval_input_fn(self):
+        job = self.job
+        if not self.mlm:
+            return processors_lib.file_based_input_fn_builder(
+                self.eval_record, job.max_seq_length, is_training=False, drop_remainder=True,
+                batch_size=job.eval_batch_size, seed=job.seed)
+
+        def eval_input_fn(input_context=None):
+            return input_pipeline.pretraining_dataset(
+                self.eval_files, job.max_seq_length, job.max_predictions_per_seq,
+                job.eval_batch_size, False, input_context=input_context, drop_remainder=False)
+        return eval_input_fn
+
+    # ----- the models ----------------------------------------------------------------------
+
+    def build_model(self):
+        """The distiller: the student, then its frozen teachers (loaded here)."""
+        # Teachers are loaded here, not in init_model: they are fixed, and a
+        # resumed run (which skips init_model) must see them too.
         # The student is built first, so that with one seed it starts from
         # the same weights whatever the teachers (distilled vs baseline).
-        if mlm:
-            student = _mlm_model(student_config, family, "student")
-            teacher = _mlm_model(teacher_configs[0], family, "teacher")
-            checkpoints.init_from_checkpoint(teacher, teacher_paths[0])
+        job, family = self.job, self.family
+        if self.mlm:
+            student = _mlm_model(self.student_config, family, "student")
+            teacher = _mlm_model(self.teacher_configs[0], family, "teacher")
+            checkpoints.init_from_checkpoint(teacher, self.teacher_paths[0])
             model = models.MaskedLMDistiller(
                 student, teacher, temperature=job.temperature,
                 soft_weight=job.soft_loss_weight, mlm_weight=job.mlm_loss_weight,
                 cos_weight=job.cos_loss_weight)
-            holder["teachers"] = [teacher]
+            self.teachers = [teacher]
         else:
-            student = _classifier(student_config, family, num_labels, "student")
-            teachers = []
-            for i, (config, path) in enumerate(zip(teacher_configs, teacher_paths)):
+            num_labels = len(self.label_list)
+            student = _classifier(self.student_config, family, num_labels, "student")
+            self.teachers = []
+            for i, (config, path) in enumerate(zip(self.teacher_configs, self.teacher_paths)):
                 teacher = _classifier(config, family, num_labels, "teacher_%d" % i)
                 load_classifier(teacher, path)
-                teachers.append(teacher)
+                self.teachers.append(teacher)
             if job.style == "tinybert":
-                model = models.TinyBertDistiller(student, teachers[0], layer_map or [],
+                model = models.TinyBertDistiller(student, self.teachers[0], self.layer_map or [],
                                                  stage=job.stage, temperature=job.temperature)
             else:
-                model = models.ClassifierDistiller(student, teachers,
+                model = models.ClassifierDistiller(student, self.teachers,
                                                    temperature=job.temperature, alpha=job.alpha)
-            holder["teachers"] = teachers
-        holder["student"] = student
+        self.student = student
         return model
 
-    def init_fn(model):
-        if job.student_init_checkpoint:
-            if mlm:
-                checkpoints.init_from_checkpoint(model.student, job.student_init_checkpoint,
-                                                 allow_missing_heads=True)
+    def init_model(self, model):
+        """The student from `student_init_checkpoint`, else (distilbert) from the teacher."""
+        path = self.job.student_init_checkpoint
+        if path:
+            if self.mlm:
+                checkpoints.init_from_checkpoint(model.student, path, allow_missing_heads=True)
             else:
-                load_classifier(model.student, job.student_init_checkpoint, require_head=False)
-            logging.info("Student initialised from %s", job.student_init_checkpoint)
-        elif mlm:
+                load_classifier(model.student, path, require_head=False)
+            logging.info("Student initialised from %s", path)
+        elif self.mlm:
             copied = students.copy_every_other_layer(model.teacher.encoder,
                                                      model.student.encoder)
             students._copy(model.teacher.get_objective("masked_lm").head,  # pylint: disable=protected-access
@@ -678,90 +706,73 @@ def _run(job, family, teacher_paths, teacher_configs, student_config, strategy):
         else:
             logging.info("No --student_init_checkpoint: the student starts from random weights.")
 
-    trainer = trainer_lib.Trainer(
-        strategy, model_fn=model_fn,
-        optimizer_fn=lambda: optimization.create_optimizer(
-            job.learning_rate, max(1, num_train_steps), num_warmup_steps,
-            **job.optimizer_options()),
-        model_dir=job.output_dir, train_batch_size=job.train_batch_size,
-        num_train_steps=num_train_steps, save_checkpoints_steps=job.save_checkpoints_steps,
-        init_fn=init_fn, **job.trainer_options())
+    # ----- after training --------------------------------------------------------------------
 
-    if mlm:
-        def eval_input_fn(input_context=None):
-            return input_pipeline.pretraining_dataset(
-                eval_files, job.max_seq_length, job.max_predictions_per_seq,
-                job.eval_batch_size, False, input_context=input_context, drop_remainder=False)
-    elif data["eval"]:
-        eval_input_fn = processors_lib.file_based_input_fn_builder(
-            data["eval"], job.max_seq_length, is_training=False, drop_remainder=True,
-            batch_size=job.eval_batch_size, seed=job.seed)
+    def after_training(self, trainer):
+        """The student's Google TF1 export (`save_student`), before any evaluation."""
+        if trainer.is_chief:
+            self.student_checkpoint = save_student(self.student, self.job.output_dir,
+                                                   self.student_config)
 
-    if job.do_train:
-        if mlm:
-            train_input_fn = input_pipeline.pretraining_input_fn_builder(
-                train_files, job.max_seq_length, job.max_predictions_per_seq, True,
-                job.train_batch_size, seed=job.seed)
-        else:
-            train_input_fn = _train_input_fn(data["train"], data["transfer"], job.max_seq_length,
-                                             job.train_batch_size, num_examples, job.seed)
-        trainer.train(train_input_fn)
-    else:
-        trainer.restore_or_initialize()
-
-    result = DistillationResult(eval_results={}, table=[], output_dir=job.output_dir)
-    student = holder["student"]
-    if trainer.is_chief:
-        result.student_checkpoint = save_student(student, job.output_dir, student_config)
-    if job.do_eval:
-        raw = trainer.evaluate(eval_input_fn, max_steps=None, restore=False)
-        results = {"global_step": raw.pop("global_step")}
-        for name, value in raw.items():
-            results["eval_" + name] = value
+    def evaluate(self, trainer):
+        """The student's eval_results.txt; the teacher vs student table (distillation_results.json)."""
+        job = self.job
+        eval_input_fn = self._eval_input_fn()
+        results = job_lib.eval_results_from(
+            trainer.evaluate(eval_input_fn, max_steps=None, restore=False), loss_alias=False)
         if trainer.is_chief:
             trainer_lib.write_eval_results(results, os.path.join(job.output_dir,
                                                                  "eval_results.txt"))
-        result.eval_results = results
-        result.table = _comparison(job, holder, eval_input_fn, mlm)
-        metric = "mlm_acc" if mlm else "accuracy"
-        print(format_table(result.table, metric))
+        self.table = self._comparison(eval_input_fn)
+        print(format_table(self.table, "mlm_acc" if self.mlm else "accuracy"))
         if trainer.is_chief:
             atomic.write_text(os.path.join(job.output_dir, RESULTS_FILE), json.dumps({
-                "style": job.style, "metric": "masked_lm_accuracy" if mlm else "accuracy",
+                "style": job.style, "metric": "masked_lm_accuracy" if self.mlm else "accuracy",
                 "eval_batch_size": job.eval_batch_size, "latency_runs": job.latency_runs,
-                "rows": result.table}, indent=2) + "\n")
-    print("Student:      %s" % (result.student_checkpoint or "-"))
-    print("Checkpoints:  %s" % os.path.abspath(job.output_dir))
-    return result
+                "rows": self.table}, indent=2) + "\n")
+        return results
+
+    def _comparison(self, eval_input_fn):
+        """Rows: each teacher (and the ensemble), then the student."""
+        if self.mlm:
+            def forward(model, features):
+                encoded = model.encoder(features, training=False)
+                return model.get_objective("masked_lm")(encoded, features)["outputs"][
+                    "masked_lm_logits"]
+            correct = _mlm_correct
+        else:
+            def forward(model, features):
+                return model(features, training=False)["logits"]
+            correct = _classification_correct
+        runs = self.job.latency_runs
+        rows = []
+        teachers = self.teachers
+        for i, teacher in enumerate(teachers):
+            name = "teacher" if len(teachers) == 1 else "teacher_%d" % i
+            rows.append(_measure(name, teacher, forward, correct, eval_input_fn, runs,
+                                 _count(teacher)))
+        if len(teachers) > 1:
+            def ensemble(models_, features):
+                probs = [tf.nn.softmax(m(features, training=False)["logits"], -1)
+                         for m in models_]
+                return tf.add_n(probs) / float(len(probs))
+            rows.append(_measure("teacher_ensemble", teachers, ensemble, correct, eval_input_fn,
+                                 runs, sum(_count(t) for t in teachers)))
+        rows.append(_measure("student", self.student, forward, correct, eval_input_fn, runs,
+                             _count(self.student)))
+        return rows
+
+    def finish(self, trainer, eval_results, predictions):
+        print("Student:      %s" % (self.student_checkpoint or "-"))
+        super().finish(trainer, eval_results, predictions)  # the checkpoints
+        return DistillationResult(eval_results=eval_results, table=self.table,
+                                  output_dir=self.job.output_dir,
+                                  student_checkpoint=self.student_checkpoint)
 
 
-def _comparison(job, holder, eval_input_fn, mlm):
-    """Rows: each teacher (and the ensemble), then the student."""
-    if mlm:
-        def forward(model, features):
-            encoded = model.encoder(features, training=False)
-            return model.get_objective("masked_lm")(encoded, features)["outputs"][
-                "masked_lm_logits"]
-        correct = _mlm_correct
-    else:
-        def forward(model, features):
-            return model(features, training=False)["logits"]
-        correct = _classification_correct
-    rows = []
-    teachers = holder["teachers"]
-    for i, teacher in enumerate(teachers):
-        name = "teacher" if len(teachers) == 1 else "teacher_%d" % i
-        rows.append(_measure(name, teacher, forward, correct, eval_input_fn, job.latency_runs,
-                             _count(teacher)))
-    if len(teachers) > 1:
-        def ensemble(models_, features):
-            probs = [tf.nn.softmax(m(features, training=False)["logits"], -1) for m in models_]
-            return tf.add_n(probs) / float(len(probs))
-        rows.append(_measure("teacher_ensemble", teachers, ensemble, correct, eval_input_fn,
-                             job.latency_runs, sum(_count(t) for t in teachers)))
-    rows.append(_measure("student", holder["student"], forward, correct, eval_input_fn,
-                         job.latency_runs, _count(holder["student"])))
-    return rows
+def run(job):
+    """Runs `job`; returns a `DistillationResult`."""
+    return DistillationRunner(job).run()
 
 
 registry.tasks.register("distillation", FineTuningTask(

@@ -43,7 +43,6 @@ import os
 from typing import Optional
 
 from absl import logging
-import tensorflow as tf
 
 from data import atomic
 from data import tokenization
@@ -112,39 +111,6 @@ class NerResult:
     output_dir: str
 
 
-def _split_path(job, name, default):
-    value = getattr(job, name)
-    if value and (os.path.isabs(value) or not job.data_dir or tf.io.gfile.exists(value)):
-        return value
-    if not job.data_dir:
-        raise NerJobError("Give --data_dir or --%s." % name)
-    return os.path.join(job.data_dir, value or default)
-
-
-def _read(job, name, default, set_type):
-    path = _split_path(job, name, default)
-    if not tf.io.gfile.exists(path):
-        raise NerJobError("--%s: %s does not exist" % (name if getattr(job, name) else "data_dir",
-                                                       path))
-    sentences = conll.read_conll(path, job.tagging_scheme, set_type)
-    if not sentences:
-        raise NerJobError("%s has no sentences." % path)
-    return sentences
-
-
-def _label_list(job, train_sentences):
-    path = os.path.join(job.output_dir, LABEL_LIST_FILE)
-    if train_sentences is not None:
-        labels = conll.label_list_from(train_sentences)
-        atomic.write_text(path, "".join(label + "\n" for label in labels))
-        return labels
-    if not tf.io.gfile.exists(path):
-        raise NerJobError("Without --do_train the labels come from %s, written by a training "
-                          "run in --output_dir; it does not exist." % path)
-    with tf.io.gfile.GFile(path) as f:
-        return [line.strip() for line in f if line.strip()]
-
-
 def tags_of(sentences, features, predicted_ids, label_list):
     """Per-sentence predicted tags: the prediction at each word's first piece; O past the cut."""
     result = []
@@ -195,15 +161,17 @@ class NerRunner(job_lib.JobRunner):
     def prepare(self):
         job = self.job
         # Read every split first: bad lines are reported before any training.
-        self.train = _read(job, "train_file", "train.txt", "train") if job.do_train else None
-        self.dev = _read(job, "dev_file", "dev.txt", "dev") if job.do_eval else None
-        self.test = _read(job, "test_file", "test.txt", "test") if job.do_predict else None
+        self.train = self._read("train_file", "train.txt", "train") if job.do_train else None
+        self.dev = self._read("dev_file", "dev.txt", "dev") if job.do_eval else None
+        self.test = self._read("test_file", "test.txt", "test") if job.do_predict else None
         for sentences in (self.dev, self.test):
             if sentences is not None:
                 conll.check_tags(sentences, job.tagging_scheme)
         if self.train is not None:
             self.training_steps(len(self.train))  # refused before anything is written
-        self.label_list = _label_list(job, self.train)
+        self.label_list = self.saved_label_list(
+            conll.label_list_from(self.train) if self.train is not None else None,
+            LABEL_LIST_FILE)
         logging.info("Labels: %s", self.label_list)
         if self.train is not None:
             self._write(self.train, "train.tf_record", 1)
@@ -219,6 +187,11 @@ class NerRunner(job_lib.JobRunner):
                     logging.warning("%s: %d words beyond --max_seq_length=%d are predicted O.",
                                     name, cut, job.max_seq_length)
         return len(self.train) if self.train is not None else None
+
+    def _read(self, name, default, set_type):
+        return self.read_split(
+            name, default, lambda path: conll.read_conll(path, self.job.tagging_scheme, set_type),
+            "sentences")
 
     def _write(self, sentences, name, multiple):
         return conll.write_tagging_records(sentences, self.label_list, self.job.max_seq_length,

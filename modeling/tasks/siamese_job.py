@@ -46,25 +46,21 @@ from typing import Optional
 
 from absl import logging
 import numpy as np
-import tensorflow as tf
 
-from data import atomic
 from data import tokenization
 from data.processors import pairs
-from data.processors.base import DataError
-from modeling import checkpoints
 from modeling import registry
 from modeling.tasks import FineTuningTask
 from modeling.tasks import classification
 from modeling.tasks import siamese
 from modeling.tasks.input_formats import ClassifierJobError
-from modeling.training import optimization
+from modeling.training import job as job_lib
 from modeling.training import settings
 from modeling.training import trainer as trainer_lib
-from modeling.training import validation
 from modeling.training.options import option
 
-__all__ = ["SiameseJob", "SiameseJobError", "SiameseResult", "run", "retrieval_metrics"]
+__all__ = ["SiameseJob", "SiameseJobError", "SiameseResult", "SiameseRunner", "run",
+           "retrieval_metrics"]
 
 SiameseJobError = ClassifierJobError
 LABEL_LIST_FILE = "label_list.txt"
@@ -146,189 +142,120 @@ def retrieval_metrics(query_vectors, candidate_vectors, targets, similarity="cos
     return results
 
 
-def _split_path(job, name, default):
-    value = getattr(job, name)
-    if value and (os.path.isabs(value) or not job.data_dir or tf.io.gfile.exists(value)):
-        return value
-    if not job.data_dir:
-        raise SiameseJobError("Give --data_dir or --%s." % name)
-    return os.path.join(job.data_dir, value or default)
+class SiameseRunner(job_lib.JobRunner):
+    """`run`'s steps: the common job shape (`modeling.training.job`) with the bi-encoder's hooks."""
 
+    error = SiameseJobError
+    modes = ("do_train", "do_eval")
+    example_name = "training pairs"
 
-def _check_job(job):
-    if not (job.do_train or job.do_eval):
-        raise SiameseJobError("At least one of `do_train` or `do_eval` must be True.")
-    for name in ("bert_config_file", "output_dir", "vocab_file"):
-        if not getattr(job, name):
-            raise SiameseJobError("--%s is required." % name)
-    for name, value, choices in (("pooling", job.pooling, siamese.POOLINGS),
-                                 ("similarity", job.similarity, siamese.SIMILARITIES),
-                                 ("loss", job.loss, siamese.LOSSES)):
-        if value not in choices:
-            raise SiameseJobError("--%s=%s: expected one of %s" % (name, value,
-                                                                   ", ".join(choices)))
-    if not job.scale > 0:
-        raise SiameseJobError("--scale=%s: expected a positive number (1 / temperature)"
-                              % job.scale)
-    try:
-        tokenization.validate_case_matches_checkpoint(job.do_lower_case, job.init_checkpoint)
-    except ValueError as e:
-        raise SiameseJobError(str(e)) from e
-    try:
-        family = registry.families.get(job.model_family)
-    except registry.RegistryError as e:
-        raise SiameseJobError("--model_family: %s" % e) from e
-    if not family.has_pooler:
-        raise SiameseJobError("--model_family=%s: the bi-encoder packs [CLS] text [SEP] for a "
-                              "BERT-style encoder family (e.g. bert, albert)" % job.model_family)
-    if not os.path.exists(job.bert_config_file):
-        raise SiameseJobError("--bert_config_file=%s: no such file" % job.bert_config_file)
-    config = family.load_config(job.bert_config_file)
-    max_positions = getattr(config, "max_position_embeddings", None)
-    if max_positions is not None and job.max_seq_length > max_positions:
-        raise SiameseJobError(
-            "Cannot use sequence length %d because the BERT model (%s) was only trained up "
-            "to sequence length %d (max_position_embeddings)."
-            % (job.max_seq_length, job.bert_config_file, max_positions))
-    if job.max_seq_length < 3:
-        raise SiameseJobError("--max_seq_length must be at least 3 ([CLS] word [SEP]).")
-    for name in ("train_batch_size", "eval_batch_size", "gradient_accumulation_steps"):
-        if getattr(job, name) < 1:
-            raise SiameseJobError("--%s must be positive." % name)
-    if job.do_train and job.loss == "in_batch" and job.train_batch_size < 2:
-        raise SiameseJobError("--loss=in_batch needs --train_batch_size of at least 2 (the "
-                              "other pairs of the batch are the negatives).")
-    validation.validate_training_values(
-        job.do_train, learning_rate=job.learning_rate,
-        save_checkpoints_steps=job.save_checkpoints_steps,
-        keep_checkpoint_max=job.keep_checkpoint_max, log_steps=job.log_steps,
-        num_train_epochs=job.num_train_epochs if job.do_train else None,
-        warmup_proportion=job.warmup_proportion, do_eval=job.do_eval)
-    if job.nan_policy not in trainer_lib.NAN_POLICIES:
-        raise SiameseJobError("--nan_policy=%s: expected one of %s"
-                              % (job.nan_policy, ", ".join(trainer_lib.NAN_POLICIES)))
-    vocab = tokenization.load_vocab(job.vocab_file)
-    tokenization.check_vocab_special_tokens(vocab, job.vocab_file,
-                                            required=("[UNK]", "[CLS]", "[SEP]"))
-    if len(vocab) != config.vocab_size:
-        raise SiameseJobError(
-            "The vocabulary %s has %d tokens but the BERT config %s says vocab_size=%d; "
-            "use the vocab.txt that belongs to the model."
-            % (job.vocab_file, len(vocab), job.bert_config_file, config.vocab_size))
-    return family, config, tokenization.FullTokenizer(job.vocab_file, job.do_lower_case)
+    def check(self):
+        job = self.job
+        self.check_modes()
+        self.check_required("bert_config_file", "output_dir", "vocab_file")
+        for name, value, choices in (("pooling", job.pooling, siamese.POOLINGS),
+                                     ("similarity", job.similarity, siamese.SIMILARITIES),
+                                     ("loss", job.loss, siamese.LOSSES)):
+            if value not in choices:
+                raise SiameseJobError("--%s=%s: expected one of %s" % (name, value,
+                                                                       ", ".join(choices)))
+        if not job.scale > 0:
+            raise SiameseJobError("--scale=%s: expected a positive number (1 / temperature)"
+                                  % job.scale)
+        try:
+            tokenization.validate_case_matches_checkpoint(job.do_lower_case, job.init_checkpoint)
+        except ValueError as e:
+            raise SiameseJobError(str(e)) from e
+        self.family, self.config = self.load_family_config()
+        if job.max_seq_length < 3:
+            raise SiameseJobError("--max_seq_length must be at least 3 ([CLS] word [SEP]).")
+        self.check_positive("train_batch_size", "eval_batch_size", "gradient_accumulation_steps")
+        if job.do_train and job.loss == "in_batch" and job.train_batch_size < 2:
+            raise SiameseJobError("--loss=in_batch needs --train_batch_size of at least 2 (the "
+                                  "other pairs of the batch are the negatives).")
+        self.check_training_values()
+        self.check_vocab_matches(self.config)
+        self.tokenizer = tokenization.FullTokenizer(job.vocab_file, job.do_lower_case)
 
+    def check_family(self, family):
+        if not family.has_pooler:
+            raise SiameseJobError("--model_family=%s: the bi-encoder packs [CLS] text [SEP] for "
+                                  "a BERT-style encoder family (e.g. bert, albert)"
+                                  % self.job.model_family)
 
-def _read(job, name, default, set_type, labels=None):
-    path = _split_path(job, name, default)
-    if not tf.io.gfile.exists(path):
-        raise SiameseJobError("--%s: %s does not exist"
-                              % (name if getattr(job, name) else "data_dir", path))
-    examples = pairs.read_pairs(path, _LABEL_KIND[job.loss], labels, set_type)
-    if not examples:
-        raise SiameseJobError("%s has no pairs." % path)
-    return examples
+    def _read(self, name, default, set_type, labels=None):
+        return self.read_split(
+            name, default,
+            lambda path: pairs.read_pairs(path, _LABEL_KIND[self.job.loss], labels, set_type),
+            "pairs")
 
+    def _label_list(self, train):
+        """softmax: the training file's labels, sorted (saved as label_list.txt); else None."""
+        if self.job.loss != "softmax":
+            return None
+        labels = None
+        if train is not None:
+            labels = sorted({e.label for e in train})
+            if len(labels) < 2:
+                raise SiameseJobError("--loss=softmax: the training file has one label (%s); "
+                                      "expected at least two" % labels[0])
+        return self.saved_label_list(labels, LABEL_LIST_FILE)
 
-def _label_list(job, train):
-    if job.loss != "softmax":
-        return None
-    path = os.path.join(job.output_dir, LABEL_LIST_FILE)
-    if train is not None:
-        labels = sorted({e.label for e in train})
-        if len(labels) < 2:
-            raise SiameseJobError("--loss=softmax: the training file has one label (%s); "
-                                  "expected at least two" % labels[0])
-        atomic.write_text(path, "".join(label + "\n" for label in labels))
-        return labels
-    if not tf.io.gfile.exists(path):
-        raise SiameseJobError("Without --do_train the labels come from %s, written by a "
-                              "training run in --output_dir; it does not exist." % path)
-    with tf.io.gfile.GFile(path) as f:
-        return [line.strip() for line in f if line.strip()]
+    def _write(self, examples, name, **kwargs):
+        pairs.write_pair_records(examples, os.path.join(self.job.output_dir, name), self.tokenizer,
+                                 self.job.max_seq_length, _LABEL_KIND[self.job.loss],
+                                 self.label_list, **kwargs)
+
+    def _input_fn(self, name, batch_size, is_training):
+        job = self.job
+        return pairs.pair_input_fn_builder(os.path.join(job.output_dir, name), job.max_seq_length,
+                                           is_training, batch_size, _LABEL_KIND[job.loss],
+                                           seed=job.seed)
+
+    def prepare(self):
+        job = self.job
+        self.train = self._read("train_file", "train.tsv", "train") if job.do_train else None
+        self.label_list = self._label_list(self.train)
+        self.dev = (self._read("dev_file", "dev.tsv", "dev", self.label_list) if job.do_eval
+                    else None)
+        if self.train is not None:
+            self.training_steps(len(self.train))  # refused before the records are written
+            self._write(self.train, "train.tf_record")
+        if self.dev is not None:
+            self._write(self.dev, "eval.tf_record", pad_to_multiple=job.eval_batch_size)
+        return len(self.train) if self.train is not None else None
+
+    def build_model(self):
+        job, label_list = self.job, self.label_list
+        return siamese.BiEncoder.from_config_object(
+            self.config, family=self.family, pooling=job.pooling, similarity=job.similarity,
+            loss=job.loss, scale=job.scale, num_labels=len(label_list) if label_list else None)
+
+    def train_input_fn(self):
+        return self._input_fn("train.tf_record", self.job.train_batch_size, True)
+
+    def evaluate(self, trainer):
+        job = self.job
+        eval_fn = self._input_fn("eval.tf_record", job.eval_batch_size, False)
+        results = job_lib.eval_results_from(trainer.evaluate(eval_fn, max_steps=None,
+                                                             restore=False))
+        results.update(_dev_metrics(job, trainer, eval_fn, self.dev))
+        if trainer.is_chief:
+            trainer_lib.write_eval_results(results,
+                                           os.path.join(job.output_dir, "eval_results.txt"))
+        logging.info("Eval results: %s", results)
+        job_lib.print_results(results)
+        return results
+
+    def finish(self, trainer, eval_results, predictions):
+        print("Checkpoints:  %s" % os.path.abspath(self.job.output_dir))
+        return SiameseResult(eval_results=eval_results, label_list=self.label_list,
+                             output_dir=self.job.output_dir)
 
 
 def run(job):
     """Runs `job` (train and/or eval); returns a `SiameseResult`."""
-    family, config, tokenizer = _check_job(job)
-    strategy = settings.start_run(job)
-    with settings.output_dir_lock(job, strategy):
-        try:
-            return _run(job, family, config, tokenizer, strategy)
-        except DataError as e:
-            raise SiameseJobError(str(e)) from None
-
-
-def _run(job, family, config, tokenizer, strategy):
-    output_dir = job.output_dir
-    tf.io.gfile.makedirs(output_dir)
-    label_kind = _LABEL_KIND[job.loss]
-    train = _read(job, "train_file", "train.tsv", "train") if job.do_train else None
-    label_list = _label_list(job, train)
-    dev = _read(job, "dev_file", "dev.tsv", "dev", label_list) if job.do_eval else None
-
-    num_train_steps = num_warmup_steps = 0
-    if train is not None:
-        per_update = job.train_batch_size * job.gradient_accumulation_steps
-        num_train_steps = int(len(train) / per_update * job.num_train_epochs)
-        num_warmup_steps = int(num_train_steps * job.warmup_proportion)
-        if num_train_steps < 1:
-            raise SiameseJobError("%d training pairs, --train_batch_size=%d and "
-                                  "--num_train_epochs=%s make no training step."
-                                  % (len(train), job.train_batch_size, job.num_train_epochs))
-        pairs.write_pair_records(train, os.path.join(output_dir, "train.tf_record"), tokenizer,
-                                 job.max_seq_length, label_kind, label_list)
-    if dev is not None:
-        pairs.write_pair_records(dev, os.path.join(output_dir, "eval.tf_record"), tokenizer,
-                                 job.max_seq_length, label_kind, label_list,
-                                 pad_to_multiple=job.eval_batch_size)
-
-    def model_fn():
-        return siamese.BiEncoder.from_config_object(
-            config, family=family, pooling=job.pooling, similarity=job.similarity,
-            loss=job.loss, scale=job.scale,
-            num_labels=len(label_list) if label_list else None)
-
-    def init_fn(model):
-        if job.init_checkpoint:
-            checkpoints.init_from_checkpoint(model, job.init_checkpoint)
-        else:
-            logging.warning("No --init_checkpoint: the encoder starts from random weights.")
-
-    trainer = trainer_lib.Trainer(
-        strategy, model_fn=model_fn,
-        optimizer_fn=lambda: optimization.create_optimizer(
-            job.learning_rate, max(1, num_train_steps), num_warmup_steps,
-            **job.optimizer_options()),
-        model_dir=output_dir, train_batch_size=job.train_batch_size,
-        num_train_steps=num_train_steps, save_checkpoints_steps=job.save_checkpoints_steps,
-        init_fn=init_fn, **job.trainer_options())
-
-    def input_fn(name, batch_size, is_training):
-        return pairs.pair_input_fn_builder(os.path.join(output_dir, name), job.max_seq_length,
-                                           is_training, batch_size, label_kind, seed=job.seed)
-
-    if train is not None:
-        trainer.train(input_fn("train.tf_record", job.train_batch_size, True))
-    else:
-        trainer.restore_or_initialize()
-
-    result = SiameseResult(eval_results={}, label_list=label_list, output_dir=output_dir)
-    if dev is not None:
-        eval_fn = input_fn("eval.tf_record", job.eval_batch_size, False)
-        raw = trainer.evaluate(eval_fn, max_steps=None, restore=False)
-        results = {"global_step": raw.pop("global_step")}
-        for name, value in raw.items():
-            results["eval_" + name] = value
-        results["loss"] = results["eval_loss"]
-        results.update(_dev_metrics(job, trainer, eval_fn, dev))
-        if trainer.is_chief:
-            trainer_lib.write_eval_results(results, os.path.join(output_dir, "eval_results.txt"))
-        logging.info("Eval results: %s", results)
-        for key in sorted(results):
-            print("  %s = %s" % (key, results[key]))
-        result.eval_results = results
-    print("Checkpoints:  %s" % os.path.abspath(output_dir))
-    return result
+    return SiameseRunner(job).run()
 
 
 def _dev_metrics(job, trainer, eval_fn, dev):

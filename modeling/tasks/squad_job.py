@@ -39,19 +39,16 @@ import tensorflow as tf
 from data import atomic
 from data import squad
 from data import tokenization
-from modeling import checkpoints
 from modeling import registry
 from modeling.tasks import FineTuningTask
 from modeling.tasks import input_formats
 from modeling.tasks import span_qa
 from modeling.tasks.input_formats import ClassifierJobError
-from modeling.training import optimization
+from modeling.training import job as job_lib
 from modeling.training import settings
-from modeling.training import trainer as trainer_lib
-from modeling.training import validation
 from modeling.training.options import option
 
-__all__ = ["SquadJob", "SquadJobError", "SquadResult", "run"]
+__all__ = ["SquadJob", "SquadJobError", "SquadResult", "SquadRunner", "run"]
 
 SquadJobError = ClassifierJobError
 
@@ -124,197 +121,151 @@ class SquadResult:
     output_dir: str
 
 
-def _check_job(job):
-    if not (job.do_train or job.do_predict):
-        raise SquadJobError("At least one of `do_train` or `do_predict` must be True.")
-    for name in ("bert_config_file", "vocab_file", "output_dir"):
-        if not getattr(job, name):
-            raise SquadJobError("--%s is required." % name)
-    if job.do_train and not job.train_file:
-        raise SquadJobError("If `do_train` is True, then `train_file` must be specified.")
-    if job.do_predict and not job.predict_file:
-        raise SquadJobError("If `do_predict` is True, then `predict_file` must be specified.")
-    for name in ("train_file", "predict_file"):
-        path = getattr(job, name)
-        if path and (job.do_train if name == "train_file" else job.do_predict):
-            if not tf.io.gfile.exists(path):
-                raise SquadJobError("--%s=%s: no such file" % (name, path))
-    for name in ("max_query_length", "doc_stride", "n_best_size", "max_answer_length",
-                 "train_batch_size", "predict_batch_size", "gradient_accumulation_steps"):
-        if getattr(job, name) < 1:
-            raise SquadJobError("--%s must be positive, got %d." % (name, getattr(job, name)))
-    if job.max_seq_length <= job.max_query_length + 3:
-        raise SquadJobError(
-            "The max_seq_length (%d) must be greater than max_query_length (%d) + 3"
-            % (job.max_seq_length, job.max_query_length))
-    try:
-        tokenization.validate_case_matches_checkpoint(job.do_lower_case, job.init_checkpoint)
-    except ValueError as e:
-        raise SquadJobError(str(e)) from e
-    try:
-        family = registry.families.get(job.model_family)
-    except registry.RegistryError as e:
-        raise SquadJobError("--model_family: %s" % e) from e
-    if not family.has_pooler or job.model_family in input_formats.FORMATS:
-        # GPT's, XLNet's, ... own input formats: no [CLS] question [SEP] doc [SEP].
-        raise SquadJobError(
-            "--model_family=%s: span QA packs [CLS] question [SEP] document [SEP] with a "
-            "WordPiece vocabulary; use a BERT-style family (e.g. bert, albert)"
-            % job.model_family)
-    if not os.path.exists(job.bert_config_file):
-        raise SquadJobError("--bert_config_file=%s: no such file" % job.bert_config_file)
-    config = family.load_config(job.bert_config_file)
-    max_positions = getattr(config, "max_position_embeddings", None)
-    if max_positions is not None and job.max_seq_length > max_positions:
-        raise SquadJobError(
-            "Cannot use sequence length %d because the BERT model (%s) was only trained up "
-            "to sequence length %d (max_position_embeddings)."
-            % (job.max_seq_length, job.bert_config_file, max_positions))
-    validation.validate_training_values(
-        job.do_train, learning_rate=job.learning_rate,
-        save_checkpoints_steps=job.save_checkpoints_steps,
-        keep_checkpoint_max=job.keep_checkpoint_max, log_steps=job.log_steps,
-        num_train_epochs=job.num_train_epochs if job.do_train else None,
-        warmup_proportion=job.warmup_proportion, do_eval=job.do_predict)
-    if job.nan_policy not in trainer_lib.NAN_POLICIES:
-        raise SquadJobError("--nan_policy=%s: expected one of %s"
-                            % (job.nan_policy, ", ".join(trainer_lib.NAN_POLICIES)))
-    if not os.path.exists(job.vocab_file):
-        raise SquadJobError("--vocab_file=%s: no such file" % job.vocab_file)
-    vocab = tokenization.load_vocab(job.vocab_file)
-    tokenization.check_vocab_special_tokens(vocab, job.vocab_file,
-                                            required=("[UNK]", "[CLS]", "[SEP]"))
-    if len(vocab) != config.vocab_size:
-        raise SquadJobError(
-            "The vocabulary %s has %d tokens but the BERT config %s says vocab_size=%d; "
-            "use the vocab.txt that belongs to the model."
-            % (job.vocab_file, len(vocab), job.bert_config_file, config.vocab_size))
-    return family, config, tokenization.FullTokenizer(job.vocab_file, job.do_lower_case)
+_POSITIVE = ("max_query_length", "doc_stride", "n_best_size", "max_answer_length",
+             "train_batch_size", "predict_batch_size", "gradient_accumulation_steps")
+_SPLITS = (("do_train", "train_file"), ("do_predict", "predict_file"))
+
+
+class SquadRunner(job_lib.JobRunner):
+    """`run`'s steps: the common job shape (`modeling.training.job`) with span QA's hooks."""
+
+    error = SquadJobError
+    modes = ("do_train", "do_predict")
+    example_name = "training questions"
+
+    def check(self):
+        job = self.job
+        self.check_modes()
+        self.check_required("bert_config_file", "vocab_file", "output_dir")
+        for mode, name in _SPLITS:
+            if getattr(job, mode) and not getattr(job, name):
+                raise SquadJobError("If `%s` is True, then `%s` must be specified." % (mode, name))
+        for mode, name in _SPLITS:
+            if getattr(job, mode) and not tf.io.gfile.exists(getattr(job, name)):
+                raise SquadJobError("--%s=%s: no such file" % (name, getattr(job, name)))
+        for name in _POSITIVE:
+            if getattr(job, name) < 1:
+                raise SquadJobError("--%s must be positive, got %d." % (name, getattr(job, name)))
+        if job.max_seq_length <= job.max_query_length + 3:
+            raise SquadJobError(
+                "The max_seq_length (%d) must be greater than max_query_length (%d) + 3"
+                % (job.max_seq_length, job.max_query_length))
+        try:
+            tokenization.validate_case_matches_checkpoint(job.do_lower_case, job.init_checkpoint)
+        except ValueError as e:
+            raise SquadJobError(str(e)) from e
+        self.family, self.config = self.load_family_config()
+        self.check_training_values()
+        if not os.path.exists(job.vocab_file):
+            raise SquadJobError("--vocab_file=%s: no such file" % job.vocab_file)
+        self.check_vocab_matches(self.config)
+        self.tokenizer = tokenization.FullTokenizer(job.vocab_file, job.do_lower_case)
+        # Read every file here: a bad question is reported before any training
+        # and before anything is written.
+        try:
+            self.train_examples = self._read("train_file", True) if job.do_train else None
+            self.predict_examples = (self._read("predict_file", False) if job.do_predict
+                                     else None)
+        except squad.SquadDataError as e:
+            raise SquadJobError(str(e)) from None
+
+    def check_family(self, family):
+        if not family.has_pooler or self.job.model_family in input_formats.FORMATS:
+            # GPT's, XLNet's, ... own input formats: no [CLS] question [SEP] doc [SEP].
+            raise SquadJobError(
+                "--model_family=%s: span QA packs [CLS] question [SEP] document [SEP] with a "
+                "WordPiece vocabulary; use a BERT-style family (e.g. bert, albert)"
+                % self.job.model_family)
+
+    def _read(self, name, is_training):
+        path = getattr(self.job, name)
+        examples = squad.read_squad_examples(path, is_training, self.job.version_2_with_negative)
+        if not examples:
+            raise SquadJobError("--%s=%s has no questions." % (name, path))
+        return examples
+
+    def _features(self, examples, is_training):
+        job = self.job
+        return squad.convert_examples_to_features(
+            examples, self.tokenizer, max_seq_length=job.max_seq_length,
+            doc_stride=job.doc_stride, max_query_length=job.max_query_length,
+            is_training=is_training)
+
+    def _record(self, name):
+        return os.path.join(self.job.output_dir, name)
+
+    def prepare(self):
+        train_examples, predict_examples = self.train_examples, self.predict_examples
+        if train_examples is not None:
+            num_train_steps, _ = self.training_steps(len(train_examples))
+            train_features = self._features(train_examples, True)
+            squad.write_features(train_features, self._record("train.tf_record"), True)
+            logging.info("***** Running training *****")
+            logging.info("  Num orig examples = %d", len(train_examples))
+            logging.info("  Num split examples = %d", len(train_features))
+            logging.info("  Num steps = %d", num_train_steps)
+        self.predict_features = None
+        if predict_examples is not None:
+            self.predict_features = self._features(predict_examples, False)
+            squad.write_features(self.predict_features, self._record("eval.tf_record"), False)
+        return len(train_examples) if train_examples is not None else None
+
+    def build_model(self):
+        return span_qa.BertSpanQA.from_config_object(self.config, family=self.family)
+
+    def train_input_fn(self):
+        job = self.job
+        return squad.input_fn_builder(self._record("train.tf_record"), job.max_seq_length, True,
+                                      job.train_batch_size, seed=job.seed)
+
+    def predict(self, trainer):
+        """(predictions, nbest, null_odds, scores); the scores ({} without gold answers)."""
+        job, examples, features = self.job, self.predict_examples, self.predict_features
+        logging.info("***** Running predictions *****")
+        logging.info("  Num orig examples = %d", len(examples))
+        logging.info("  Num split examples = %d", len(features))
+        outputs = trainer.predict(
+            squad.input_fn_builder(self._record("eval.tf_record"), job.max_seq_length, False,
+                                   job.predict_batch_size),
+            ["unique_ids", "start_logits", "end_logits"], restore=False)
+        results = squad.stack_results(outputs["unique_ids"], outputs["start_logits"],
+                                      outputs["end_logits"])
+        if len(results) != len(features):
+            raise SquadJobError("Predicted %d windows but %s has %d."
+                                % (len(results), job.predict_file, len(features)))
+        predictions, nbest, null_odds = squad.postprocess(
+            examples, features, results, n_best_size=job.n_best_size,
+            max_answer_length=job.max_answer_length, do_lower_case=job.do_lower_case,
+            version_2_with_negative=job.version_2_with_negative,
+            null_score_diff_threshold=job.null_score_diff_threshold)
+        if trainer.is_chief:
+            paths = squad.write_predictions(job.output_dir, predictions, nbest,
+                                            null_odds if job.version_2_with_negative else None)
+            for path in paths.values():
+                print("Wrote %s" % path)
+        scores = {}
+        if squad.has_gold_answers(examples):
+            scores = squad.evaluate(examples, predictions)
+            scores["global_step"] = trainer.current_step()
+            if trainer.is_chief:
+                atomic.write_text(os.path.join(job.output_dir, "eval_results.json"),
+                                  json.dumps(scores, indent=2, sort_keys=True) + "\n")
+            job_lib.print_results(scores)
+        return predictions, nbest, null_odds, scores
+
+    def finish(self, trainer, eval_results, predictions):
+        result = SquadResult(predictions={}, nbest={}, null_odds={}, eval_results={},
+                             output_dir=self.job.output_dir)
+        if predictions is not None:
+            (result.predictions, result.nbest, result.null_odds,
+             result.eval_results) = predictions
+        print("Checkpoints:  %s" % os.path.abspath(self.job.output_dir))
+        return result
 
 
 def run(job):
     """Runs `job` (train and/or predict); returns a `SquadResult`."""
-    family, config, tokenizer = _check_job(job)
-    # Read every file first: a bad question is reported before any training
-    # and before anything is written.
-    train_examples = predict_examples = None
-    try:
-        if job.do_train:
-            train_examples = squad.read_squad_examples(job.train_file, True,
-                                                       job.version_2_with_negative)
-            if not train_examples:
-                raise SquadJobError("--train_file=%s has no questions." % job.train_file)
-        if job.do_predict:
-            predict_examples = squad.read_squad_examples(job.predict_file, False,
-                                                         job.version_2_with_negative)
-            if not predict_examples:
-                raise SquadJobError("--predict_file=%s has no questions." % job.predict_file)
-    except squad.SquadDataError as e:
-        raise SquadJobError(str(e)) from None
-    strategy = settings.start_run(job)
-    with settings.output_dir_lock(job, strategy):
-        return _run(job, config, family, tokenizer, strategy, train_examples,
-                    predict_examples)
-
-
-def _features(job, examples, tokenizer, is_training):
-    return squad.convert_examples_to_features(
-        examples, tokenizer, max_seq_length=job.max_seq_length, doc_stride=job.doc_stride,
-        max_query_length=job.max_query_length, is_training=is_training)
-
-
-def _run(job, config, family, tokenizer, strategy, train_examples, predict_examples):
-    output_dir = job.output_dir
-    tf.io.gfile.makedirs(output_dir)
-
-    num_train_steps = num_warmup_steps = 0
-    train_record = os.path.join(output_dir, "train.tf_record")
-    if train_examples is not None:
-        per_update = job.train_batch_size * job.gradient_accumulation_steps
-        num_train_steps = int(len(train_examples) / per_update * job.num_train_epochs)
-        num_warmup_steps = int(num_train_steps * job.warmup_proportion)
-        if num_train_steps < 1:
-            raise SquadJobError("%d training questions, --train_batch_size=%d and "
-                                "--num_train_epochs=%s make no training step."
-                                % (len(train_examples), job.train_batch_size,
-                                   job.num_train_epochs))
-        train_features = _features(job, train_examples, tokenizer, True)
-        squad.write_features(train_features, train_record, True)
-        logging.info("***** Running training *****")
-        logging.info("  Num orig examples = %d", len(train_examples))
-        logging.info("  Num split examples = %d", len(train_features))
-        logging.info("  Num steps = %d", num_train_steps)
-    predict_record = os.path.join(output_dir, "eval.tf_record")
-    predict_features = None
-    if predict_examples is not None:
-        predict_features = _features(job, predict_examples, tokenizer, False)
-        squad.write_features(predict_features, predict_record, False)
-
-    def model_fn():
-        return span_qa.BertSpanQA.from_config_object(config, family=family)
-
-    def init_fn(model):
-        if job.init_checkpoint:
-            checkpoints.init_from_checkpoint(model, job.init_checkpoint)
-            logging.info("Initialised the encoder from %s", job.init_checkpoint)
-        else:
-            logging.warning("No --init_checkpoint: the encoder starts from random weights.")
-
-    trainer = trainer_lib.Trainer(
-        strategy, model_fn=model_fn,
-        optimizer_fn=lambda: optimization.create_optimizer(
-            job.learning_rate, max(1, num_train_steps), num_warmup_steps,
-            **job.optimizer_options()),
-        model_dir=output_dir, train_batch_size=job.train_batch_size,
-        num_train_steps=num_train_steps, save_checkpoints_steps=job.save_checkpoints_steps,
-        init_fn=init_fn, **job.trainer_options())
-
-    if train_examples is not None:
-        trainer.train(squad.input_fn_builder(train_record, job.max_seq_length, True,
-                                             job.train_batch_size, seed=job.seed))
-    else:
-        trainer.restore_or_initialize()
-
-    result = SquadResult(predictions={}, nbest={}, null_odds={}, eval_results={},
-                         output_dir=output_dir)
-    if predict_examples is None:
-        print("Checkpoints:  %s" % os.path.abspath(output_dir))
-        return result
-    logging.info("***** Running predictions *****")
-    logging.info("  Num orig examples = %d", len(predict_examples))
-    logging.info("  Num split examples = %d", len(predict_features))
-    outputs = trainer.predict(
-        squad.input_fn_builder(predict_record, job.max_seq_length, False,
-                               job.predict_batch_size),
-        ["unique_ids", "start_logits", "end_logits"], restore=False)
-    results = squad.stack_results(outputs["unique_ids"], outputs["start_logits"],
-                                  outputs["end_logits"])
-    if len(results) != len(predict_features):
-        raise SquadJobError("Predicted %d windows but %s has %d."
-                            % (len(results), job.predict_file, len(predict_features)))
-    predictions, nbest, null_odds = squad.postprocess(
-        predict_examples, predict_features, results, n_best_size=job.n_best_size,
-        max_answer_length=job.max_answer_length, do_lower_case=job.do_lower_case,
-        version_2_with_negative=job.version_2_with_negative,
-        null_score_diff_threshold=job.null_score_diff_threshold)
-    result.predictions, result.nbest, result.null_odds = predictions, nbest, null_odds
-    if trainer.is_chief:
-        paths = squad.write_predictions(output_dir, predictions, nbest,
-                                        null_odds if job.version_2_with_negative else None)
-        for path in paths.values():
-            print("Wrote %s" % path)
-    if squad.has_gold_answers(predict_examples):
-        scores = squad.evaluate(predict_examples, predictions)
-        scores["global_step"] = trainer.current_step()
-        if trainer.is_chief:
-            atomic.write_text(os.path.join(output_dir, "eval_results.json"),
-                              json.dumps(scores, indent=2, sort_keys=True) + "\n")
-        print("***** Eval results *****")
-        for key in sorted(scores):
-            print("  %s = %s" % (key, scores[key]))
-        result.eval_results = scores
-    print("Checkpoints:  %s" % os.path.abspath(output_dir))
-    return result
+    return SquadRunner(job).run()
 
 
 registry.tasks.register("squad", FineTuningTask(

@@ -13,6 +13,7 @@ steps; `JobRunner.run` does them in order and a task supplies only its hooks:
     build_model() / init_model(model)
     trainer                 `build_trainer`: the project's one `Trainer`
     train_input_fn()        train, or restore the latest checkpoint
+    after_training(trainer) what must not wait for the evaluation (an export)
     evaluate(trainer)       -> results (written by the task), with do_eval
     predict(trainer)        with do_predict
     finish(trainer)         export, report; returns the job's result
@@ -46,13 +47,16 @@ from modeling.training import validation
 __all__ = ["JobRunner", "eval_results_from", "print_results"]
 
 
-def eval_results_from(raw):
-    """Google's eval_results.txt keys from a `Trainer.evaluate` dict: eval_<name>, loss, global_step."""
+def eval_results_from(raw, loss_alias=True):
+    """Google's eval_results.txt keys from a `Trainer.evaluate` dict: eval_<name>, loss, global_step.
+
+    `loss_alias=False`: no ``loss`` key repeating eval_loss (the jobs that never wrote one).
+    """
     raw = dict(raw)
     results = {"global_step": raw.pop("global_step")}
     for name, value in raw.items():
         results["eval_" + name] = value
-    if "eval_loss" in results:
+    if loss_alias and "eval_loss" in results:
         results["loss"] = results["eval_loss"]
     return results
 
@@ -109,14 +113,24 @@ class JobRunner:
             self.trainer.train(self.train_input_fn())
         else:
             self.trainer.restore_or_initialize()
-        eval_results = self.evaluate(self.trainer) if getattr(self.job, "do_eval", False) else {}
-        predictions = (self.predict(self.trainer)
-                       if getattr(self.job, "do_predict", False) else None)
+        self.after_training(self.trainer)
+        eval_results = self.evaluate(self.trainer) if self.evaluating else {}
+        predictions = self.predict(self.trainer) if self.predicting else None
         return self.finish(self.trainer, eval_results, predictions)
 
     @property
     def training(self):
         return bool(getattr(self.job, "do_train", False))
+
+    @property
+    def evaluating(self):
+        """Whether `run` calls `evaluate` (`job.do_eval` by default)."""
+        return bool(getattr(self.job, "do_eval", False))
+
+    @property
+    def predicting(self):
+        """Whether `run` calls `predict` (`job.do_predict` by default)."""
+        return bool(getattr(self.job, "do_predict", False))
 
     # ----- hooks -------------------------------------------------------------------------
 
@@ -124,6 +138,10 @@ class JobRunner:
         """Checks every input before anything is written (the common checks by default)."""
         self.check_modes()
         self.check_training_values()
+
+    def check_family(self, family):
+        """Refuses a family the task cannot use (`load_family_config` calls it before the
+        config is read); any family by default."""
 
     def prepare(self):
         """Reads the splits and writes the records; returns the number of training examples."""
@@ -143,6 +161,10 @@ class JobRunner:
 
     def train_input_fn(self):
         raise NotImplementedError
+
+    def after_training(self, trainer):
+        """After training (or restoring), before `evaluate`: e.g. an export of the trained
+        model that must not wait for the evaluation (nothing by default)."""
 
     def evaluate(self, trainer):
         """With do_eval: the results the task writes (eval_results.txt); {} by default."""
@@ -225,16 +247,21 @@ class JobRunner:
             raise self.error("--nan_policy=%s: expected one of %s"
                              % (job.nan_policy, ", ".join(trainer_lib.NAN_POLICIES)))
 
+    def load_family(self, family_flag="model_family"):
+        """The registered family `job.<family_flag>` names, passed by `check_family`."""
+        try:
+            family = registry.families.get(getattr(self.job, family_flag))
+        except registry.RegistryError as e:
+            raise self.error("--%s: %s" % (family_flag, e)) from e
+        self.check_family(family)
+        return family
+
     def load_family_config(self, config_flag="bert_config_file", family_flag="model_family"):
         """(family, config): the registered family and its config file, with max_seq_length checked."""
         job = self.job
-        try:
-            family = registry.families.get(getattr(job, family_flag))
-        except registry.RegistryError as e:
-            raise self.error("--%s: %s" % (family_flag, e)) from e
+        family = self.load_family(family_flag)
         path = getattr(job, config_flag)
-        if not os.path.exists(path):
-            raise self.error("--%s=%s: no such file" % (config_flag, path))
+        self.check_config_file(config_flag, path)
         config = family.load_config(path)
         max_positions = getattr(config, "max_position_embeddings", None)
         if max_positions is not None and job.max_seq_length > max_positions:
@@ -243,6 +270,15 @@ class JobRunner:
                 "to sequence length %d (max_position_embeddings)."
                 % (job.max_seq_length, path, max_positions))
         return family, config
+
+    def check_config_file(self, config_flag, path):
+        """`load_family_config`'s check of the config path: ``--FLAG=PATH: no such file``.
+
+        A job whose family reader takes other paths too (``gs://...``) and names a missing
+        file itself overrides it with a no-op.
+        """
+        if not os.path.exists(path):
+            raise self.error("--%s=%s: no such file" % (config_flag, path))
 
     def check_vocab_matches(self, config, required=("[UNK]", "[CLS]", "[SEP]")):
         """The WordPiece vocabulary has the special tokens and the config's vocab_size."""
@@ -256,3 +292,42 @@ class JobRunner:
                 "use the vocab.txt that belongs to the model."
                 % (job.vocab_file, len(vocab), job.bert_config_file, config.vocab_size))
         return vocab
+
+    # ----- splits and label lists (jobs with data_dir and train_file / dev_file / ...) -----
+
+    def split_path(self, name, default):
+        """A split's file: `job.<name>` (a path, or a name inside `job.data_dir`), else
+        `data_dir/<default>`; ``Give --data_dir or --NAME.`` with neither."""
+        job = self.job
+        value = getattr(job, name)
+        if value and (os.path.isabs(value) or not job.data_dir or tf.io.gfile.exists(value)):
+            return value
+        if not job.data_dir:
+            raise self.error("Give --data_dir or --%s." % name)
+        return os.path.join(job.data_dir, value or default)
+
+    def read_split(self, name, default, read, what="examples"):
+        """`read(path)` of the split's file (`split_path`); a missing file, or one `read`
+        finds nothing in (``<path> has no <what>.``), is refused."""
+        path = self.split_path(name, default)
+        if not tf.io.gfile.exists(path):
+            raise self.error("--%s: %s does not exist"
+                             % (name if getattr(self.job, name) else "data_dir", path))
+        examples = read(path)
+        if not examples:
+            raise self.error("%s has no %s." % (path, what))
+        return examples
+
+    def saved_label_list(self, labels, file_name="label_list.txt"):
+        """`labels` (from the training split) written to `output_dir/<file_name>`; with
+        None (no training), the list a training run wrote there, read back."""
+        from data import atomic  # pylint: disable=import-outside-toplevel
+        path = os.path.join(self.job.output_dir, file_name)
+        if labels is not None:
+            atomic.write_text(path, "".join(label + "\n" for label in labels))
+            return labels
+        if not tf.io.gfile.exists(path):
+            raise self.error("Without --do_train the labels come from %s, written by a training "
+                             "run in --output_dir; it does not exist." % path)
+        with tf.io.gfile.GFile(path) as f:
+            return [line.strip() for line in f if line.strip()]
