@@ -30,8 +30,11 @@ the checkpoints, so a killed run restarted with the same settings resumes in
 the stage it was in, at the same gamma, and finished stages are not run
 again.
 
-Data are run_classifier's: `task_name` / `processor` / the generic-task
-fields (`classifier_job.build_processor`), labels and metrics
+`run(job)` is `SiatlRunner(job).run()`: run_classifier's runner
+(`classifier_job.ClassifierRunner`) with SiATL's checks, the stage plan and
+one trainer per stage. Data are run_classifier's: `task_name` /
+`processor` / the generic-task fields (`classifier_job.build_processor`),
+labels and metrics
 (`classifier_job.labels_and_metrics`), and the word-level records of
 `modeling.tasks.word_input_format` (``<S> a </S> [b </S>]`` ids of the LM's
 word vocabulary `vocab_file`), written to ``output_dir/{train,eval,
@@ -53,25 +56,19 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from data import atomic
 from data import processors as processors_lib
 from modeling import checkpoints
 from modeling import registry
 from modeling.objectives.base import BertPretrainer
 from modeling.siatl import model as model_lib
 from modeling.tasks import FineTuningTask
-from modeling.tasks import classification as classifier_lib
 from modeling.tasks import classifier_job
 from modeling.tasks import word_input_format as wif
 from modeling.tasks.input_formats import ClassifierJobError
-from modeling.training import optimization
-from modeling.training import settings
-from modeling.training import trainer as trainer_lib
-from modeling.training import validation
 from modeling.training.options import option
 
-__all__ = ["SiatlInputFormat", "SiatlJob", "SiatlJobError", "SiatlResult", "Stage", "run",
-           "stage_plan"]
+__all__ = ["SiatlInputFormat", "SiatlJob", "SiatlJobError", "SiatlResult", "SiatlRunner",
+           "Stage", "run", "stage_plan"]
 
 STAGE_PARTS = (model_lib.NEW, model_lib.PRETRAINED, model_lib.ALL)
 
@@ -192,15 +189,14 @@ class SiatlInputFormat(wif.WordInputFormat):
     """Word records of the LM's vocabulary, and the `SiatlClassifier` over the pre-trained LM."""
 
     def check(self):
-        job = self.job
-        if job.max_seq_length < 3:
-            raise SiatlJobError("--max_seq_length=%d: a word-level model needs at least 3 "
-                                "(<S>, a word, </S>)" % job.max_seq_length)
-        vocab_size = getattr(self.config, "vocab_size", None)
-        if vocab_size is not None and len(self.vocabulary()) != vocab_size:
-            raise SiatlJobError(
-                "--vocab_file=%s has %d words but --bert_config_file=%s says vocab_size=%d"
-                % (job.vocab_file, len(self.vocabulary()), job.bert_config_file, vocab_size))
+        """`WordInputFormat.check` (max_seq_length, the vocabulary against the config) as a
+        `SiatlJobError`."""
+        try:
+            super().check()
+        except SiatlJobError:
+            raise
+        except ClassifierJobError as e:
+            raise SiatlJobError(str(e)) from None
 
     def build_model(self, num_labels, task_type, parts=model_lib.ALL, gamma_decay_steps=0):
         job = self.job
@@ -227,103 +223,6 @@ class SiatlInputFormat(wif.WordInputFormat):
                                                 allow_missing_heads=True)
 
 
-def _require(job, name):
-    if not getattr(job, name):
-        raise SiatlJobError("--%s is required." % name)
-
-
-def _check_job(job):
-    """Checks the settings that need no data; returns `(config, input_format)`."""
-    if not (job.do_train or job.do_eval or job.do_predict):
-        raise SiatlJobError("At least one of `do_train`, `do_eval` or `do_predict` must be True.")
-    for name in ("data_dir", "bert_config_file", "output_dir", "vocab_file"):
-        _require(job, name)
-    for name in ("features", "merges_file", "lm_loss_weight", "export_dir",
-                 "data_service_address", "data_service_job_name"):
-        if getattr(job, name) is not None:
-            raise SiatlJobError("--%s is run_classifier's; SiATL has no use for it (its "
-                                "auxiliary LM weight is --aux_lm_weight_start/_end)" % name)
-    if job.input_transformation != "auto":
-        raise SiatlJobError("--input_transformation=%s: SiATL reads <S> a </S> b </S>; only "
-                            "auto applies" % job.input_transformation)
-    if not job.task_name and not job.processor:
-        raise SiatlJobError("Give --task_name (%s) or --processor=path/to/my_task.py:MyProcessor."
-                            % ", ".join(sorted(processors_lib.PROCESSORS)))
-    for name in ("train_batch_size", "eval_batch_size", "predict_batch_size",
-                 "gradient_accumulation_steps", "task_hidden_size"):
-        if getattr(job, name) < 1:
-            raise SiatlJobError("--%s must be positive, got %r." % (name, getattr(job, name)))
-    if job.attention_size is not None and job.attention_size < 1:
-        raise SiatlJobError("--attention_size must be positive, got %r." % job.attention_size)
-    for number in (1, 2, 3):
-        steps = getattr(job, "stage_%d_steps" % number)
-        if steps is not None and steps < 0:
-            raise SiatlJobError("--stage_%d_steps must be >= 0 (0 skips the stage), got %r."
-                                % (number, steps))
-    if not 0 <= job.task_dropout < 1:
-        raise SiatlJobError("--task_dropout must be in [0, 1), got %r." % job.task_dropout)
-    if job.aux_lm_weight_decay not in model_lib.GAMMA_DECAYS:
-        raise SiatlJobError("--aux_lm_weight_decay=%s: expected one of %s"
-                            % (job.aux_lm_weight_decay, ", ".join(model_lib.GAMMA_DECAYS)))
-    for name in ("aux_lm_weight_start", "aux_lm_weight_end"):
-        if not getattr(job, name) >= 0:
-            raise SiatlJobError("--%s must be >= 0, got %r." % (name, getattr(job, name)))
-    if job.aux_lm_weight_decay == model_lib.EXPONENTIAL and (
-            (job.aux_lm_weight_start == 0) != (job.aux_lm_weight_end == 0)):
-        raise SiatlJobError("--aux_lm_weight_decay=exponential cannot reach or leave 0 "
-                            "(--aux_lm_weight_start=%r, --aux_lm_weight_end=%r); use linear"
-                            % (job.aux_lm_weight_start, job.aux_lm_weight_end))
-    if job.unfreeze_steps:
-        raise SiatlJobError("--unfreeze_steps: SiATL unfreezes by stages of its own "
-                            "(--stage_1_steps, --stage_2_steps, --stage_3_steps); leave it 0")
-    validation.validate_training_values(
-        job.do_train, learning_rate=job.learning_rate,
-        save_checkpoints_steps=job.save_checkpoints_steps,
-        keep_checkpoint_max=job.keep_checkpoint_max, log_steps=job.log_steps,
-        num_train_epochs=job.num_train_epochs if job.do_train else None,
-        warmup_proportion=job.warmup_proportion, do_eval=job.do_eval)
-    if job.nan_policy not in trainer_lib.NAN_POLICIES:
-        raise SiatlJobError("--nan_policy=%s: expected one of %s"
-                            % (job.nan_policy, ", ".join(trainer_lib.NAN_POLICIES)))
-    try:
-        family = registry.families.get(job.model_family)
-    except registry.RegistryError as e:
-        raise SiatlJobError("--model_family: %s" % e) from e
-    try:
-        registry.objectives.get(job.lm_objective)
-    except registry.RegistryError as e:
-        raise SiatlJobError("--lm_objective: %s" % e) from e
-    config = family.load_config(job.bert_config_file)
-    input_format = SiatlInputFormat(job, config, family)
-    input_format.check()
-    return config, input_format
-
-
-def _task_type(processor):
-    task_type = getattr(processor, "task_type", processors_lib.CLASSIFICATION)
-    if task_type not in processors_lib.TASK_TYPES:
-        raise SiatlJobError("%s.task_type is %r; expected one of %s."
-                            % (type(processor).__name__, task_type,
-                               ", ".join(processors_lib.TASK_TYPES)))
-    return task_type
-
-
-def run(job):
-    """Runs `job` (train in stages, eval, predict); returns a `SiatlResult`."""
-    config, input_format = _check_job(job)
-    processor = classifier_job.build_processor(job, config.vocab_size)
-    task_type = _task_type(processor)
-    tokenizer = input_format.tokenizer()
-    label_list, num_labels, eval_metrics = classifier_job.labels_and_metrics(
-        processor, task_type)
-    input_format.prepare(processor, task_type, label_list, num_labels)
-    logging.info("Task: %s (%s), labels: %s", type(processor).__name__, task_type, label_list)
-    strategy = settings.start_run(job)
-    with settings.output_dir_lock(job, strategy):
-        return _run_in_output_dir(job, input_format, processor, task_type, tokenizer,
-                                  label_list, num_labels, eval_metrics, strategy)
-
-
 def _checkpoint_step(model_dir):
     """The update count of the latest checkpoint in `model_dir`, or None."""
     latest = tf.train.latest_checkpoint(model_dir)
@@ -342,155 +241,157 @@ def _stages_from_checkpoints(stages):
     return result
 
 
-def _run_in_output_dir(job, input_format, processor, task_type, tokenizer, label_list,
-                       num_labels, eval_metrics, strategy):
-    output_dir = job.output_dir
-    tf.io.gfile.makedirs(output_dir)
+def _init_from_stage(previous):
+    """`init_fn` of a stage after the first: the final weights of stage `previous`."""
+    def init_fn(model):
+        latest = tf.train.latest_checkpoint(previous.model_dir)
+        step = _checkpoint_step(previous.model_dir)
+        if latest is None or step < previous.steps:
+            raise SiatlJobError(
+                "%s: stage %d ended at update %s of %d; its final checkpoint is missing"
+                % (previous.model_dir, previous.number, step, previous.steps))
+        status = tf.train.Checkpoint(model=model).restore(latest)
+        status.expect_partial().assert_existing_objects_matched()
+        logging.info("Stage: weights of stage %d from %s", previous.number, latest)
+    return init_fn
 
-    def write_records(examples, name):
-        return input_format.write_records(examples, os.path.join(output_dir, name),
-                                          label_list, task_type, tokenizer)
 
-    steps_per_epoch = num_train_steps = 0
-    train_file = eval_file = predict_file = None
-    if job.do_train:
-        train_examples = processor.get_train_examples(job.data_dir)
-        examples_per_update = job.train_batch_size * job.gradient_accumulation_steps
-        steps_per_epoch = int(len(train_examples) / examples_per_update)
-        num_train_steps = int(len(train_examples) / examples_per_update * job.num_train_epochs)
-        train_file = write_records(train_examples, "train.tf_record")
-    stages = stage_plan(job, steps_per_epoch, num_train_steps)
-    if not job.do_train:
-        stages = _stages_from_checkpoints(stages)
-    active = [stage for stage in stages if stage.steps > 0]
-    if job.do_train and not active:
-        raise SiatlJobError(
-            "%d training examples, --train_batch_size=%d, --num_train_epochs=%s and "
-            "--stage_1_steps/--stage_2_steps/--stage_3_steps make no training step"
-            % (len(train_examples), job.train_batch_size, job.num_train_epochs))
-    total_steps = sum(stage.steps for stage in stages)
-    if job.do_eval:
-        eval_examples = processor.get_dev_examples(job.data_dir)
-        num_actual_eval = len(eval_examples)
-        if not eval_examples:
-            raise SiatlJobError("The dev set in %s has no examples." % job.data_dir)
-        eval_examples = processors_lib.pad_examples(eval_examples, job.eval_batch_size)
-        eval_file = write_records(eval_examples, "eval.tf_record")
-    if job.do_predict:
-        predict_examples = processor.get_test_examples(job.data_dir)
-        num_actual_predict = len(predict_examples)
-        if not predict_examples:
-            raise SiatlJobError("The test set in %s has no examples." % job.data_dir)
-        predict_examples = processors_lib.pad_examples(predict_examples,
-                                                       job.predict_batch_size)
-        predict_file = write_records(predict_examples, "predict.tf_record")
+class SiatlRunner(classifier_job.ClassifierRunner):
+    """run_classifier's runner (`classifier_job.ClassifierRunner`: the task, its records,
+    eval_results.txt, test_results.tsv) with SiATL's settings, a stage plan instead of one
+    training length, and one trainer per stage."""
 
-    def input_fn(path, batch_size, is_training):
-        return input_format.input_fn(path, batch_size, is_training, task_type, num_labels)
+    error = SiatlJobError
+    initialised = "language model"
+    metric_summaries = False
 
-    def init_from_lm(model):
-        if job.init_checkpoint:
-            input_format.init_model(model, job.init_checkpoint)
-            logging.info("Initialised the language model from %s", job.init_checkpoint)
-        else:
-            logging.warning("No --init_checkpoint: the language model starts from random "
-                            "weights.")
+    def check_settings(self):
+        job = self.job
+        self.check_modes()
+        self.check_required("data_dir", "bert_config_file", "output_dir", "vocab_file")
+        for name in ("features", "merges_file", "lm_loss_weight", "export_dir",
+                     "data_service_address", "data_service_job_name"):
+            if getattr(job, name) is not None:
+                raise SiatlJobError("--%s is run_classifier's; SiATL has no use for it (its "
+                                    "auxiliary LM weight is --aux_lm_weight_start/_end)" % name)
+        if job.input_transformation != "auto":
+            raise SiatlJobError("--input_transformation=%s: SiATL reads <S> a </S> b </S>; only "
+                                "auto applies" % job.input_transformation)
+        self.check_task_given()
+        for name in ("train_batch_size", "eval_batch_size", "predict_batch_size",
+                     "gradient_accumulation_steps", "task_hidden_size"):
+            if getattr(job, name) < 1:
+                raise SiatlJobError("--%s must be positive, got %r." % (name, getattr(job, name)))
+        if job.attention_size is not None and job.attention_size < 1:
+            raise SiatlJobError("--attention_size must be positive, got %r." % job.attention_size)
+        for number in (1, 2, 3):
+            steps = getattr(job, "stage_%d_steps" % number)
+            if steps is not None and steps < 0:
+                raise SiatlJobError("--stage_%d_steps must be >= 0 (0 skips the stage), got %r."
+                                    % (number, steps))
+        if not 0 <= job.task_dropout < 1:
+            raise SiatlJobError("--task_dropout must be in [0, 1), got %r." % job.task_dropout)
+        if job.aux_lm_weight_decay not in model_lib.GAMMA_DECAYS:
+            raise SiatlJobError("--aux_lm_weight_decay=%s: expected one of %s"
+                                % (job.aux_lm_weight_decay, ", ".join(model_lib.GAMMA_DECAYS)))
+        for name in ("aux_lm_weight_start", "aux_lm_weight_end"):
+            if not getattr(job, name) >= 0:
+                raise SiatlJobError("--%s must be >= 0, got %r." % (name, getattr(job, name)))
+        if job.aux_lm_weight_decay == model_lib.EXPONENTIAL and (
+                (job.aux_lm_weight_start == 0) != (job.aux_lm_weight_end == 0)):
+            raise SiatlJobError("--aux_lm_weight_decay=exponential cannot reach or leave 0 "
+                                "(--aux_lm_weight_start=%r, --aux_lm_weight_end=%r); use linear"
+                                % (job.aux_lm_weight_start, job.aux_lm_weight_end))
+        if job.unfreeze_steps:
+            raise SiatlJobError("--unfreeze_steps: SiATL unfreezes by stages of its own "
+                                "(--stage_1_steps, --stage_2_steps, --stage_3_steps); leave it 0")
+        self.check_training_values()
+        self.family, self.config = self.load_family_config()
+        self.input_format = SiatlInputFormat(job, self.config, self.family)
+        self.input_format.check()
 
-    def make_trainer(stage, init_fn):
-        trainer = trainer_lib.Trainer(
-            strategy,
-            model_fn=lambda: input_format.build_model(num_labels, task_type, stage.parts,
-                                                      gamma_decay_steps=total_steps),
-            optimizer_fn=lambda: optimization.create_optimizer(
-                job.learning_rate, max(1, stage.steps), int(stage.steps * job.warmup_proportion),
-                **job.optimizer_options()),
-            model_dir=stage.model_dir, train_batch_size=job.train_batch_size,
-            num_train_steps=stage.steps, save_checkpoints_steps=job.save_checkpoints_steps,
-            init_fn=init_fn, **job.trainer_options())
+    def check_family(self, family):
+        try:
+            registry.objectives.get(self.job.lm_objective)
+        except registry.RegistryError as e:
+            raise SiatlJobError("--lm_objective: %s" % e) from e
+
+    def plan_training(self, num_examples):
+        """The stages (`stage_plan`; without training, as long as their checkpoints say)."""
+        job = self.job
+        steps_per_epoch = num_train_steps = 0
+        if num_examples is not None:
+            examples_per_update = job.train_batch_size * job.gradient_accumulation_steps
+            steps_per_epoch = int(num_examples / examples_per_update)
+            num_train_steps = int(num_examples / examples_per_update * job.num_train_epochs)
+        stages = stage_plan(job, steps_per_epoch, num_train_steps)
+        if not job.do_train:
+            stages = _stages_from_checkpoints(stages)
+        self.stages = stages
+        self.active = [stage for stage in stages if stage.steps > 0]
+        if job.do_train and not self.active:
+            raise SiatlJobError(
+                "%d training examples, --train_batch_size=%d, --num_train_epochs=%s and "
+                "--stage_1_steps/--stage_2_steps/--stage_3_steps make no training step"
+                % (num_examples, job.train_batch_size, job.num_train_epochs))
+        self.total_steps = sum(stage.steps for stage in stages)
+
+    def stage_trainer(self, stage, init_fn):
+        """The one trainer for `stage` (its parts trainable, its own schedule and model_dir)."""
+        self.num_train_steps = stage.steps
+        self.num_warmup_steps = int(stage.steps * self.job.warmup_proportion)
+        trainer = self.build_trainer(
+            model_fn=lambda: self.input_format.build_model(
+                self.num_labels, self.task_type, stage.parts, gamma_decay_steps=self.total_steps),
+            model_dir=stage.model_dir, init_fn=init_fn)
         trainer.model.bind_step(trainer.global_step, stage.offset)
         return trainer
 
-    def init_from_stage(previous):
-        def init_fn(model):
-            latest = tf.train.latest_checkpoint(previous.model_dir)
-            step = _checkpoint_step(previous.model_dir)
-            if latest is None or step < previous.steps:
-                raise SiatlJobError(
-                    "%s: stage %d ended at update %s of %d; its final checkpoint is missing"
-                    % (previous.model_dir, previous.number, step, previous.steps))
-            status = tf.train.Checkpoint(model=model).restore(latest)
-            status.expect_partial().assert_existing_objects_matched()
-            logging.info("Stage: weights of stage %d from %s", previous.number, latest)
-        return init_fn
-
-    trainer = stage = None
-    if job.do_train:
-        train_input_fn = input_fn(train_file, job.train_batch_size, True)
-        previous = None
-        for stage in active:
-            logging.info("***** SiATL stage %d: training %s layers for %d updates *****",
-                         stage.number, stage.parts, stage.steps)
-            done = _checkpoint_step(stage.model_dir)
-            if done is not None and done >= stage.steps and stage is not active[-1]:
-                logging.info("Stage %d already done (%s).", stage.number, stage.model_dir)
+    def _run_locked(self):
+        job = self.job
+        tf.io.gfile.makedirs(job.output_dir)
+        self.prepare()
+        trainer = stage = None
+        if job.do_train:
+            train_input_fn = self.train_input_fn()
+            previous = None
+            for stage in self.active:
+                logging.info("***** SiATL stage %d: training %s layers for %d updates *****",
+                             stage.number, stage.parts, stage.steps)
+                done = _checkpoint_step(stage.model_dir)
+                if done is not None and done >= stage.steps and stage is not self.active[-1]:
+                    logging.info("Stage %d already done (%s).", stage.number, stage.model_dir)
+                    previous = stage
+                    continue
+                trainer = self.stage_trainer(stage, self.init_model if previous is None
+                                             else _init_from_stage(previous))
+                trainer.train(train_input_fn)
                 previous = stage
-                continue
-            trainer = make_trainer(stage, init_from_lm if previous is None
-                                   else init_from_stage(previous))
-            trainer.train(train_input_fn)
-            previous = stage
+        if not (job.do_eval or job.do_predict):
+            return self._result({}, None)
+        if trainer is None:
+            # Eval/predict only: the latest stage that has a checkpoint, else the LM.
+            done = [s for s in self.stages if _checkpoint_step(s.model_dir) is not None]
+            stage = done[-1] if done else self.stages[-1]
+            trainer = self.stage_trainer(stage, self.init_model)
+            trainer.restore_or_initialize()
+        self.trainer, self.step_offset = trainer, stage.offset
+        eval_results = self.evaluate(trainer) if job.do_eval else {}
+        predictions = self.predict(trainer) if job.do_predict else None
+        return self.finish(trainer, eval_results, predictions)
 
-    result = SiatlResult(eval_results={}, test_predictions=None, output_dir=output_dir,
-                         stages=stages)
-    if not (job.do_eval or job.do_predict):
-        return result
-    if trainer is None:
-        # Eval/predict only: the latest stage that has a checkpoint, else the LM.
-        done = [s for s in stages if _checkpoint_step(s.model_dir) is not None]
-        stage = done[-1] if done else stages[-1]
-        trainer = make_trainer(stage, init_from_lm)
-        trainer.restore_or_initialize()
-    step_offset = stage.offset
-    output = "predictions" if task_type == processors_lib.REGRESSION else "probabilities"
+    def finish(self, trainer, eval_results, predictions):
+        self.print_output_dir()
+        return self._result(eval_results, predictions)
 
-    if job.do_eval:
-        eval_input_fn = input_fn(eval_file, job.eval_batch_size, False)
-        raw = trainer.evaluate(eval_input_fn, max_steps=None, restore=False)
-        results = {"global_step": raw.pop("global_step") + step_offset}
-        for name, value in raw.items():
-            results["eval_" + name] = value
-        results["loss"] = results["eval_loss"]
-        extra = [m for m in eval_metrics if "eval_" + m not in results]
-        if extra:
-            predictions = trainer.predict(eval_input_fn, [output, "label_ids", "is_real_example"],
-                                          restore=False)
-            values = classifier_lib.compute_metrics(
-                extra, predictions[output], predictions["label_ids"], task_type,
-                predictions["is_real_example"])
-            for name, value in values.items():
-                results["eval_" + name] = value
-        logging.info("Eval: %d examples (%d actual)", len(eval_examples), num_actual_eval)
-        if trainer.is_chief:
-            trainer_lib.write_eval_results(results, os.path.join(output_dir, "eval_results.txt"))
-        print("***** Eval results *****")
-        for key in sorted(results):
-            print("  %s = %s" % (key, results[key]))
-        result.eval_results = results
+    def _result(self, eval_results, predictions):
+        return SiatlResult(eval_results=eval_results, test_predictions=predictions,
+                           output_dir=self.job.output_dir, stages=self.stages)
 
-    if job.do_predict:
-        predictions = trainer.predict(input_fn(predict_file, job.predict_batch_size, False),
-                                      [output], restore=False)
-        values = predictions[output][:num_actual_predict]
-        rows = values.reshape(len(values), -1)
-        path = os.path.join(output_dir, "test_results.tsv")
-        if trainer.is_chief:
-            atomic.write_text(path, "".join("\t".join(str(v) for v in row) + "\n"
-                                            for row in rows))
-        print("Wrote %d predictions to %s" % (len(rows), path))
-        result.test_predictions = rows
-    print("Checkpoints:  %s" % os.path.abspath(output_dir))
-    print("TensorBoard:  tensorboard --logdir %s" % os.path.abspath(output_dir))
-    return result
+
+def run(job):
+    """Runs `job` (train in stages, eval, predict); returns a `SiatlResult`."""
+    return SiatlRunner(job).run()
 
 
 registry.tasks.register("siatl", FineTuningTask(

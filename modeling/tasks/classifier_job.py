@@ -19,7 +19,8 @@ format (`modeling.tasks.input_formats`): `PooledInputFormat` here (Google's
 for BERT, ALBERT and every family with a pooled output, or the one a family registers (GPT's
 `<s> a $ b <e>` with the auxiliary LM loss, `modeling.tasks.gpt_classification`).
 
-`run(job)`:
+`run(job)` is `ClassifierRunner(job).run()`, the common job shape of
+`modeling.training.job` with the input format's hooks:
 
 1. checks everything it can before any training: the flags, the casing
    against the checkpoint's name, `max_seq_length` against the config, the
@@ -61,14 +62,14 @@ from modeling.tasks import classification as classifier_lib
 from modeling.tasks import input_formats
 from modeling.tasks import multiple_choice
 from modeling.tasks.input_formats import ClassifierJobError
-from modeling.training import optimization
+from modeling.training import job as job_lib
 from modeling.training import settings
-from modeling.training import validation
 from modeling.training import trainer as trainer_lib
 from modeling.training.options import option
 
-__all__ = ["ClassifierJob", "ClassifierJobError", "ClassifierResult", "PooledInputFormat",
-           "build_processor", "feature_families", "labels_and_metrics", "run"]
+__all__ = ["ClassifierJob", "ClassifierJobError", "ClassifierResult", "ClassifierRunner",
+           "PooledInputFormat", "build_processor", "feature_families", "labels_and_metrics",
+           "run"]
 
 
 def feature_families():
@@ -211,11 +212,6 @@ class ClassifierResult:
     export_dir: Optional[str] = None
 
 
-def _require(job, name):
-    if not getattr(job, name):
-        raise ClassifierJobError("--%s is required." % name)
-
-
 def _split_files(job):
     return {name: getattr(job, name) for name in ("train_file", "dev_file", "test_file")
             if getattr(job, name)}
@@ -270,85 +266,25 @@ def _resolve_features(job):
 
 
 def _check_job(job):
-    """Checks the settings that need no data; returns the model config."""
-    if not (job.do_train or job.do_eval or job.do_predict):
-        raise ClassifierJobError(
-            "At least one of `do_train`, `do_eval` or `do_predict` must be True.")
-    for name in ("data_dir", "bert_config_file", "output_dir"):
-        _require(job, name)
-    try:
-        input_pipeline.check_data_service(job.data_service_address,
-                                          job.data_service_job_name)
-    except ValueError as e:
-        raise ClassifierJobError(str(e)) from None
-    if job.export_dir:
-        export_dir = os.path.abspath(job.export_dir)
-        for name in ("output_dir", "data_dir"):
-            other = os.path.abspath(getattr(job, name))
-            if other == export_dir or other.startswith(export_dir.rstrip(os.sep) + os.sep):
-                # The export replaces its directory as a whole.
-                raise ClassifierJobError(
-                    "--export_dir=%s would replace --%s=%s; give the SavedModel a "
-                    "directory of its own" % (job.export_dir, name, getattr(job, name)))
-    if not job.task_name and not job.processor:
-        raise ClassifierJobError(
-            "Give --task_name (%s) or --processor=path/to/my_task.py:MyProcessor."
-            % ", ".join(sorted(processors_lib.PROCESSORS)))
-    try:
-        tokenization.validate_case_matches_checkpoint(job.do_lower_case, job.init_checkpoint)
-    except ValueError as e:
-        raise ClassifierJobError(str(e)) from e
-    try:
-        family = registry.families.get(job.model_family)
-    except registry.RegistryError as e:
-        raise ClassifierJobError("--model_family: %s" % e) from e
-    format_class = input_formats.format_class_for(job.model_family, PooledInputFormat)
-    format_class.check_family(job, family)
-    bert_config = family.load_config(job.bert_config_file)
-    max_positions = getattr(bert_config, "max_position_embeddings", None)
-    if max_positions is not None and job.max_seq_length > max_positions:
-        raise ClassifierJobError(
-            "Cannot use sequence length %d because the BERT model (%s) was only trained up "
-            "to sequence length %d (max_position_embeddings)."
-            % (job.max_seq_length, job.bert_config_file, bert_config.max_position_embeddings))
-    for name in ("train_batch_size", "eval_batch_size", "predict_batch_size",
-                 "gradient_accumulation_steps"):
-        if getattr(job, name) < 1:
-            raise ClassifierJobError("--%s must be positive." % name)
-    validation.validate_training_values(
-        job.do_train, learning_rate=job.learning_rate,
-        save_checkpoints_steps=job.save_checkpoints_steps,
-        keep_checkpoint_max=job.keep_checkpoint_max, log_steps=job.log_steps,
-        num_train_epochs=job.num_train_epochs if job.do_train else None,
-        warmup_proportion=job.warmup_proportion, do_eval=job.do_eval)
-    if job.nan_policy not in trainer_lib.NAN_POLICIES:
-        raise ClassifierJobError("--nan_policy=%s: expected one of %s"
-                                 % (job.nan_policy, ", ".join(trainer_lib.NAN_POLICIES)))
-    input_format = format_class(job, bert_config, family)
-    input_format.check()
-    return bert_config, input_format
+    """Checks the settings that need no data; returns `(config, input_format)`."""
+    runner = ClassifierRunner(job)
+    runner.check_settings()
+    return runner.config, runner.input_format
 
 
 def _tokenizer(job, bert_config):
     """The tokenizer, after checking the vocabulary against the config."""
-    _require(job, "vocab_file")
-    vocab = tokenization.load_vocab(job.vocab_file)
-    tokenization.check_vocab_special_tokens(vocab, job.vocab_file,
-                                            required=("[UNK]", "[CLS]", "[SEP]"))
-    if len(vocab) != bert_config.vocab_size:
-        raise ClassifierJobError(
-            "The vocabulary %s has %d tokens but the BERT config %s says vocab_size=%d; "
-            "use the vocab.txt that belongs to the model."
-            % (job.vocab_file, len(vocab), job.bert_config_file, bert_config.vocab_size))
+    runner = ClassifierRunner(job)
+    runner.check_required("vocab_file")
+    runner.check_vocab_matches(bert_config)
     return tokenization.FullTokenizer(job.vocab_file, job.do_lower_case)
 
 
-def _task_type(processor):
+def _task_type(processor, error=ClassifierJobError):
     task_type = getattr(processor, "task_type", processors_lib.CLASSIFICATION)
     if task_type not in processors_lib.TASK_TYPES:
-        raise ClassifierJobError("%s.task_type is %r; expected one of %s."
-                                 % (type(processor).__name__, task_type,
-                                    ", ".join(processors_lib.TASK_TYPES)))
+        raise error("%s.task_type is %r; expected one of %s."
+                    % (type(processor).__name__, task_type, ", ".join(processors_lib.TASK_TYPES)))
     return task_type
 
 
@@ -471,174 +407,269 @@ class PooledInputFormat(input_formats.InputFormat):
                                  output_fn=lambda outputs: {output_name: outputs[output_name]})
 
 
-def run(job):
-    """Runs `job` (train, eval and/or predict, export); returns a `ClassifierResult`."""
-    job = _resolve_features(job)
-    bert_config, input_format = _check_job(job)
-    processor = build_processor(job, bert_config.vocab_size)
-    task_type = _task_type(processor)
-    tokenizer = None
-    if getattr(processor, "needs_tokenizer", True):
-        tokenizer = input_format.tokenizer()
-    label_list, num_labels, eval_metrics = labels_and_metrics(processor, task_type)
-    input_format.prepare(processor, task_type, label_list, num_labels)
-    logging.info("Task: %s (%s), labels: %s", type(processor).__name__, task_type, label_list)
+class ClassifierRunner(job_lib.JobRunner):
+    """`run`'s steps: the common job shape (`modeling.training.job`) with the input format's.
 
-    strategy = settings.start_run(job)
-    logging.info("Strategy: %s with %d replica(s)", type(strategy).__name__,
-                 strategy.num_replicas_in_sync)
-    with settings.output_dir_lock(job, strategy):
-        return _run_in_output_dir(job, input_format, processor, task_type, tokenizer,
-                                  label_list, num_labels, eval_metrics, strategy)
+    `check` is `check_settings` (the flags, the family and its config, the
+    input format: `_check_job`) then `check_task` (the processor, its task
+    type, labels and metrics, the tokenizer). `prepare` reads every split it
+    needs, calls `plan_training` with the number of training examples (None
+    without training) before writing anything, and writes the records; the
+    dev and test splits are padded to whole batches. SiATL's runner
+    (`modeling.siatl.job.SiatlRunner`) keeps all of it but the settings and
+    the plan.
+    """
 
+    error = ClassifierJobError
+    #: What --init_checkpoint initialises (named in the log).
+    initialised = "encoder"
+    #: The eval metrics computed from predictions also go to TensorBoard (output_dir/eval).
+    metric_summaries = True
+    #: Updates before the trainer's own (`global_step` of eval_results.txt adds them).
+    step_offset = 0
 
-def _run_in_output_dir(job, input_format, processor, task_type, tokenizer, label_list,
-                       num_labels, eval_metrics, strategy):
-    output_dir = job.output_dir
-    tf.io.gfile.makedirs(output_dir)
+    def run(self):
+        """`JobRunner.run`, with the strategy logged; a data error stays a `DataError`."""
+        self.check()
+        self.strategy = settings.start_run(self.job)
+        logging.info("Strategy: %s with %d replica(s)", type(self.strategy).__name__,
+                     self.strategy.num_replicas_in_sync)
+        with settings.output_dir_lock(self.job, self.strategy):
+            return self._run_locked()
 
-    def write_records(examples, name):
-        return input_format.write_records(examples, os.path.join(output_dir, name),
-                                          label_list, task_type, tokenizer)
+    # ----- checks ------------------------------------------------------------------------
 
-    # Read and convert every split that is needed before training anything:
-    # bad rows and labels are reported before any time is spent.
-    num_train_steps = num_warmup_steps = 0
-    train_file = eval_file = predict_file = None
-    if job.do_train:
-        train_examples = processor.get_train_examples(job.data_dir)
-        # An update sees train_batch_size * gradient_accumulation_steps examples.
-        examples_per_update = job.train_batch_size * job.gradient_accumulation_steps
-        num_train_steps = int(len(train_examples) / examples_per_update * job.num_train_epochs)
-        num_warmup_steps = int(num_train_steps * job.warmup_proportion)
-        if num_train_steps < 1:
-            accumulation = ""
-            if job.gradient_accumulation_steps > 1:
-                accumulation = ", --gradient_accumulation_steps=%d" % (
-                    job.gradient_accumulation_steps)
-            raise ClassifierJobError(
-                "%d training examples, --train_batch_size=%d%s and --num_train_epochs=%s "
-                "make no training step." % (len(train_examples), job.train_batch_size,
-                                            accumulation, job.num_train_epochs))
-        train_file = write_records(train_examples, "train.tf_record")
-        logging.info("***** Running training *****")
-        logging.info("  Num examples = %d", len(train_examples))
-        logging.info("  Batch size = %d", job.train_batch_size)
-        logging.info("  Num steps = %d", num_train_steps)
-    if job.do_eval:
-        eval_examples = processor.get_dev_examples(job.data_dir)
-        num_actual_eval_examples = len(eval_examples)
-        if not eval_examples:
-            raise ClassifierJobError("The dev set in %s has no examples." % job.data_dir)
-        eval_examples = processors_lib.pad_examples(eval_examples, job.eval_batch_size)
-        eval_file = write_records(eval_examples, "eval.tf_record")
-    if job.do_predict:
-        predict_examples = processor.get_test_examples(job.data_dir)
-        num_actual_predict_examples = len(predict_examples)
-        if not predict_examples:
-            raise ClassifierJobError("The test set in %s has no examples." % job.data_dir)
-        predict_examples = processors_lib.pad_examples(predict_examples,
-                                                       job.predict_batch_size)
-        predict_file = write_records(predict_examples, "predict.tf_record")
+    def check(self):
+        self.check_settings()
+        self.check_task()
 
-    def model_fn():
-        return input_format.build_model(num_labels, task_type)
+    def check_settings(self):
+        """The settings that need no data; sets `family`, `config` and `input_format`."""
+        self.job = job = _resolve_features(self.job)
+        self.check_modes()
+        self.check_required("data_dir", "bert_config_file", "output_dir")
+        try:
+            input_pipeline.check_data_service(job.data_service_address,
+                                              job.data_service_job_name)
+        except ValueError as e:
+            raise self.error(str(e)) from None
+        if job.export_dir:
+            export_dir = os.path.abspath(job.export_dir)
+            for name in ("output_dir", "data_dir"):
+                other = os.path.abspath(getattr(job, name))
+                if other == export_dir or other.startswith(export_dir.rstrip(os.sep) + os.sep):
+                    # The export replaces its directory as a whole.
+                    raise self.error(
+                        "--export_dir=%s would replace --%s=%s; give the SavedModel a "
+                        "directory of its own" % (job.export_dir, name, getattr(job, name)))
+        self.check_task_given()
+        try:
+            tokenization.validate_case_matches_checkpoint(job.do_lower_case, job.init_checkpoint)
+        except ValueError as e:
+            raise self.error(str(e)) from e
+        self.format_class = input_formats.format_class_for(job.model_family, PooledInputFormat)
+        self.family, self.config = self.load_family_config()
+        self.check_positive("train_batch_size", "eval_batch_size", "predict_batch_size",
+                            "gradient_accumulation_steps")
+        self.check_training_values()
+        self.input_format = self.format_class(job, self.config, self.family)
+        self.input_format.check()
 
-    def init_fn(model):
-        if job.init_checkpoint:
-            input_format.init_model(model, job.init_checkpoint)
-            logging.info("Initialised the encoder from %s", job.init_checkpoint)
+    def check_family(self, family):
+        self.format_class.check_family(self.job, family)
+
+    def check_config_file(self, config_flag, path):
+        """None here: the family's reader names a missing file (and reads ``gs://`` paths)."""
+
+    def check_task_given(self):
+        if not self.job.task_name and not self.job.processor:
+            raise self.error("Give --task_name (%s) or --processor=path/to/my_task.py:MyProcessor."
+                             % ", ".join(sorted(processors_lib.PROCESSORS)))
+
+    def check_task(self):
+        """The processor, task type, tokenizer, labels and metrics; no example read yet."""
+        job = self.job
+        self.processor = processor = build_processor(job, self.config.vocab_size)
+        self.task_type = _task_type(processor, self.error)
+        self.tokenizer = None
+        if getattr(processor, "needs_tokenizer", True):
+            self.tokenizer = self.input_format.tokenizer()
+        self.label_list, self.num_labels, self.eval_metrics = labels_and_metrics(
+            processor, self.task_type)
+        self.input_format.prepare(processor, self.task_type, self.label_list, self.num_labels)
+        logging.info("Task: %s (%s), labels: %s", type(processor).__name__, self.task_type,
+                     self.label_list)
+
+    # ----- records -----------------------------------------------------------------------
+
+    def prepare(self):
+        # Read and convert every split that is needed before training anything:
+        # bad rows and labels are reported before any time is spent.
+        job, processor = self.job, self.processor
+        num_train = None
+        self.train_file = self.eval_file = self.predict_file = None
+        if job.do_train:
+            train_examples = processor.get_train_examples(job.data_dir)
+            num_train = len(train_examples)
+            self.plan_training(num_train)
+            self.train_file = self._write_records(train_examples, "train.tf_record")
         else:
-            logging.warning("No --init_checkpoint: the encoder starts from random weights.")
+            self.plan_training(None)
+        if job.do_eval:
+            self.eval_counts, self.eval_file = self._write_padded(
+                processor.get_dev_examples, "dev", job.eval_batch_size, "eval.tf_record")
+        if job.do_predict:
+            self.predict_counts, self.predict_file = self._write_padded(
+                processor.get_test_examples, "test", job.predict_batch_size,
+                "predict.tf_record")
+        return num_train
 
-    trainer = trainer_lib.Trainer(
-        strategy, model_fn=model_fn,
-        optimizer_fn=lambda: optimization.create_optimizer(
-            job.learning_rate, max(1, num_train_steps), num_warmup_steps,
-            **job.optimizer_options()),
-        model_dir=output_dir, train_batch_size=job.train_batch_size,
-        num_train_steps=num_train_steps, save_checkpoints_steps=job.save_checkpoints_steps,
-        init_fn=init_fn, **job.trainer_options())
+    def plan_training(self, num_examples):
+        """Called after the training split is read (None without training), before writing."""
+        if num_examples is None:
+            return
+        job = self.job
+        self.num_train_steps, self.num_warmup_steps = self.training_steps(num_examples)
+        logging.info("***** Running training *****")
+        logging.info("  Num examples = %d", num_examples)
+        logging.info("  Batch size = %d", job.train_batch_size)
+        logging.info("  Num steps = %d", self.num_train_steps)
 
-    def input_fn(path, batch_size, is_training):
+    def training_steps(self, num_examples):
+        """`JobRunner.training_steps`; the refusal names --gradient_accumulation_steps if set."""
+        job = self.job
+        try:
+            return super().training_steps(num_examples)
+        except ClassifierJobError:
+            if job.gradient_accumulation_steps == 1:
+                raise
+            raise self.error(
+                "%d training examples, --train_batch_size=%d, --gradient_accumulation_steps=%d "
+                "and --num_train_epochs=%s make no training step."
+                % (num_examples, job.train_batch_size, job.gradient_accumulation_steps,
+                   job.num_train_epochs)) from None
+
+    def _write_records(self, examples, name):
+        return self.input_format.write_records(examples, os.path.join(self.job.output_dir, name),
+                                               self.label_list, self.task_type, self.tokenizer)
+
+    def _write_padded(self, read, split, batch_size, name):
+        """((padded, actual) counts, path): a dev or test split padded to whole batches."""
+        examples = read(self.job.data_dir)
+        if not examples:
+            raise self.error("The %s set in %s has no examples." % (split, self.job.data_dir))
+        padded = processors_lib.pad_examples(examples, batch_size)
+        return (len(padded), len(examples)), self._write_records(padded, name)
+
+    def _input_fn(self, path, batch_size, is_training):
         # Eval and predict sets are padded to whole batches: every batch is
         # full, so shapes are static (TPUs) and replicas get equal shares.
-        return input_format.input_fn(path, batch_size, is_training, task_type, num_labels)
+        return self.input_format.input_fn(path, batch_size, is_training, self.task_type,
+                                          self.num_labels)
 
-    if job.do_train:
-        train_input_fn = input_fn(train_file, job.train_batch_size, True)
+    # ----- model and training ------------------------------------------------------------
+
+    def build_model(self):
+        return self.input_format.build_model(self.num_labels, self.task_type)
+
+    def init_model(self, model):
+        checkpoint = self.job.init_checkpoint
+        if checkpoint:
+            self.input_format.init_model(model, checkpoint)
+            logging.info("Initialised the %s from %s", self.initialised, checkpoint)
+        else:
+            logging.warning("No --init_checkpoint: the %s starts from random weights.",
+                            self.initialised)
+
+    def train_input_fn(self):
+        job = self.job
+        train_input_fn = self._input_fn(self.train_file, job.train_batch_size, True)
         if job.data_service_address:
             # Training only; eval and predict read their files once, in order.
             train_input_fn = input_pipeline.data_service_input_fn(
                 train_input_fn, job.data_service_address, job.data_service_job_name)
-        trainer.train(train_input_fn)
-    else:
-        # Eval/predict only: the latest checkpoint in output_dir, else --init_checkpoint.
-        trainer.restore_or_initialize()
+        return train_input_fn
 
-    output = _output_name(task_type)
-    result = ClassifierResult(eval_results={}, test_predictions=None, output_dir=output_dir)
-    if job.do_eval:
+    # ----- results -----------------------------------------------------------------------
+
+    def evaluate(self, trainer):
+        job = self.job
+        output = _output_name(self.task_type)
         logging.info("***** Running evaluation *****")
-        logging.info("  Num examples = %d (%d actual, %d padding)", len(eval_examples),
-                     num_actual_eval_examples, len(eval_examples) - num_actual_eval_examples)
-        eval_input_fn = input_fn(eval_file, job.eval_batch_size, False)
-        raw = trainer.evaluate(eval_input_fn, max_steps=None, restore=False)
-        results = {"global_step": raw.pop("global_step")}
-        for name, value in raw.items():
-            results["eval_" + name] = value
+        logging.info("  Num examples = %d (%d actual, %d padding)", self.eval_counts[0],
+                     self.eval_counts[1], self.eval_counts[0] - self.eval_counts[1])
+        eval_input_fn = self._input_fn(self.eval_file, job.eval_batch_size, False)
         # Google's Estimator also reports the mean loss as `loss`.
-        results["loss"] = results["eval_loss"]
-        extra = [m for m in eval_metrics if "eval_" + m not in results]
+        results = job_lib.eval_results_from(trainer.evaluate(eval_input_fn, max_steps=None,
+                                                             restore=False))
+        if self.step_offset:
+            results["global_step"] += self.step_offset
+        extra = [m for m in self.eval_metrics if "eval_" + m not in results]
         if extra:
             predictions = trainer.predict(eval_input_fn, [output, "label_ids", "is_real_example"],
                                           restore=False)
             values = classifier_lib.compute_metrics(
-                extra, predictions[output], predictions["label_ids"], task_type,
+                extra, predictions[output], predictions["label_ids"], self.task_type,
                 predictions["is_real_example"])
             for name, value in values.items():
                 results["eval_" + name] = value
-            if trainer.is_chief:
-                _write_summaries(output_dir, results["global_step"], values)
+            if trainer.is_chief and self.metric_summaries:
+                _write_summaries(job.output_dir, results["global_step"], values)
         if trainer.is_chief:
-            trainer_lib.write_eval_results(results, os.path.join(output_dir, "eval_results.txt"))
-        print("***** Eval results *****")
-        for key in sorted(results):
-            print("  %s = %s" % (key, results[key]))
-        result.eval_results = results
+            trainer_lib.write_eval_results(results,
+                                           os.path.join(job.output_dir, "eval_results.txt"))
+        job_lib.print_results(results)
+        return results
 
-    if job.do_predict:
+    def predict(self, trainer):
+        job = self.job
+        output = _output_name(self.task_type)
+        num_padded, num_actual = self.predict_counts
         logging.info("***** Running prediction *****")
-        logging.info("  Num examples = %d (%d actual, %d padding)", len(predict_examples),
-                     num_actual_predict_examples,
-                     len(predict_examples) - num_actual_predict_examples)
-        predictions = trainer.predict(input_fn(predict_file, job.predict_batch_size, False),
-                                      [output], restore=False)
-        values = predictions[output][:num_actual_predict_examples]
-        if len(values) != num_actual_predict_examples:
-            raise ClassifierJobError("Predicted %d examples but the test set has %d."
-                                     % (len(values), num_actual_predict_examples))
+        logging.info("  Num examples = %d (%d actual, %d padding)", num_padded, num_actual,
+                     num_padded - num_actual)
+        predictions = trainer.predict(
+            self._input_fn(self.predict_file, job.predict_batch_size, False), [output],
+            restore=False)
+        values = predictions[output][:num_actual]
+        if len(values) != num_actual:
+            raise self.error("Predicted %d examples but the test set has %d."
+                             % (len(values), num_actual))
         rows = values.reshape(len(values), -1)
-        path = os.path.join(output_dir, "test_results.tsv")
+        path = os.path.join(job.output_dir, "test_results.tsv")
         if trainer.is_chief:
             _write_test_results(path, rows)
         print("Wrote %d predictions to %s" % (len(rows), path))
-        result.test_predictions = rows
+        return rows
 
-    if job.export_dir and trainer.is_chief:
-        if not getattr(processor, "needs_tokenizer", True):
-            raise ClassifierJobError(
-                "--export_dir needs a text task (the serving signature takes raw strings); "
-                "this processor reads token ids.")
-        if not job.do_train:
-            trainer.restore_or_initialize()
-        input_format.export(trainer.model, job.export_dir, output)
-        result.export_dir = job.export_dir
-        print("SavedModel:   %s (serving_default(text_a), serving_pair(text_a, text_b))"
-              % os.path.abspath(job.export_dir))
-    print("Checkpoints:  %s" % os.path.abspath(output_dir))
-    print("TensorBoard:  tensorboard --logdir %s" % os.path.abspath(output_dir))
-    return result
+    def finish(self, trainer, eval_results, predictions):
+        job = self.job
+        result = ClassifierResult(eval_results=eval_results, test_predictions=predictions,
+                                  output_dir=job.output_dir)
+        if job.export_dir and trainer.is_chief:
+            if not getattr(self.processor, "needs_tokenizer", True):
+                raise ClassifierJobError(
+                    "--export_dir needs a text task (the serving signature takes raw strings); "
+                    "this processor reads token ids.")
+            if not job.do_train:
+                trainer.restore_or_initialize()
+            self.input_format.export(trainer.model, job.export_dir,
+                                     _output_name(self.task_type))
+            result.export_dir = job.export_dir
+            print("SavedModel:   %s (serving_default(text_a), serving_pair(text_a, text_b))"
+                  % os.path.abspath(job.export_dir))
+        self.print_output_dir()
+        return result
+
+    def print_output_dir(self):
+        output_dir = os.path.abspath(self.job.output_dir)
+        print("Checkpoints:  %s" % output_dir)
+        print("TensorBoard:  tensorboard --logdir %s" % output_dir)
+
+
+def run(job):
+    """Runs `job` (train, eval and/or predict, export); returns a `ClassifierResult`."""
+    return ClassifierRunner(job).run()
 
 
 registry.tasks.register("classification", FineTuningTask(
