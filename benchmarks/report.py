@@ -1,13 +1,14 @@
-"""The README's benchmark tables, generated from `benchmarks/results/*.jsonl`.
+"""The benchmark tables of docs/benchmarks.md, generated from `benchmarks/results/*.jsonl`.
 
     python benchmarks/report.py            # print the tables
-    python benchmarks/report.py --write    # replace them in README.md
+    python benchmarks/report.py --write    # replace them in docs/benchmarks.md
 
 Each table comes from the latest run of its benchmark (the records sharing
 the newest `run_id`, or the newest record for benchmarks that write one record
-per run) and names the machine it ran on. In README.md a table sits between
-``<!-- report:NAME -->`` and ``<!-- /report:NAME -->``; --write replaces what
-is between the markers and nothing else.
+per run) and names the machine it ran on. In docs/benchmarks.md (a generated
+page: it says so at its top) a table sits between ``<!-- report:NAME -->`` and
+``<!-- /report:NAME -->``; --write replaces what is between the markers and
+nothing else.
 """
 
 import argparse
@@ -21,7 +22,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 RESULTS = os.path.join(HERE, "results")
-README = os.path.join(REPO, "README.md")
+PAGE = os.path.join(REPO, "docs", "benchmarks.md")
 
 
 def _records(name):
@@ -265,36 +266,37 @@ def render():
     return {name: fn() for name, fn in TABLES.items()}
 
 
-def replace_in_readme(text, tables):
+def replace_in_page(text, tables):
     for name, table in tables.items():
         if table is None:
             continue
         pattern = re.compile(r"(<!-- report:%s -->\n).*?(<!-- /report:%s -->)" % (name, name),
                              re.S)
         if not pattern.search(text):
-            raise ValueError("README.md has no <!-- report:%s --> ... <!-- /report:%s --> "
-                             "markers" % (name, name))
+            raise ValueError("%s has no <!-- report:%s --> ... <!-- /report:%s --> "
+                             "markers" % (os.path.relpath(PAGE, REPO), name, name))
         text = pattern.sub(lambda m: m.group(1) + table + "\n" + m.group(2), text)
     return text
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--write", action="store_true", help="update README.md in place")
+    parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md in place")
     args = parser.parse_args()
     tables = render()
     if not args.write:
         for name, table in tables.items():
             print("## %s\n\n%s\n" % (name, table or "(no results yet)"))
         return
-    with open(README) as f:
+    with open(PAGE, encoding="utf-8") as f:
         text = f.read()
-    updated = replace_in_readme(text, tables)
-    temporary = README + ".tmp"
-    with open(temporary, "w") as f:
+    updated = replace_in_page(text, tables)
+    temporary = PAGE + ".tmp"
+    with open(temporary, "w", encoding="utf-8") as f:
         f.write(updated)
-    os.replace(temporary, README)
-    print("README.md: %d tables updated" % sum(t is not None for t in tables.values()))
+    os.replace(temporary, PAGE)
+    print("%s: %d tables updated" % (os.path.relpath(PAGE, REPO),
+                                     sum(t is not None for t in tables.values())))
 
 
 if __name__ == "__main__":

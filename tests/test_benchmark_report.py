@@ -1,4 +1,4 @@
-"""benchmarks/report.py: the README's tables come from the JSON-lines results."""
+"""benchmarks/report.py: the tables of docs/benchmarks.md come from the JSON-lines results."""
 
 import json
 import os
@@ -87,15 +87,35 @@ def test_training_table_uses_the_latest_run_and_ratios_to_the_best_peer(tmp_path
     assert "BERT-base: Machine: Test CPU, 2 cores, CPU flags avx512_bf16;" in table
 
 
-def test_readme_has_every_table_marker_and_replacement_keeps_the_rest():
-    with open(os.path.join(REPO_ROOT, "README.md")) as f:
-        text = f.read()
+def _page():
+    with open(os.path.join(REPO_ROOT, "docs", "benchmarks.md"), encoding="utf-8") as f:
+        return f.read()
+
+
+def test_report_writes_the_generated_benchmarks_page_not_the_readme():
+    assert report.PAGE == os.path.join(REPO_ROOT, "docs", "benchmarks.md")
+    # The page says at its top that its tables are generated, and by what.
+    top = _page()[:600]
+    assert "generated" in top and "benchmarks/report.py --write" in top
+    with open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8") as f:
+        assert "<!-- report:" not in f.read()
+
+
+def test_report_page_has_every_table_marker_and_replacement_keeps_the_rest():
+    text = _page()
     tables = {name: "TABLE %s" % name for name in report.TABLES}
-    updated = report.replace_in_readme(text, tables)
+    updated = report.replace_in_page(text, tables)
     for name in report.TABLES:
         assert "<!-- report:%s -->\nTABLE %s\n<!-- /report:%s -->" % (name, name, name) in updated
     # Only the text between the markers changed.
-    again = report.replace_in_readme(updated, {n: "" for n in report.TABLES})
-    assert again == report.replace_in_readme(text, {n: "" for n in report.TABLES})
-    with pytest.raises(ValueError, match="report:missing"):
-        report.replace_in_readme(text, {"missing": "x"})
+    again = report.replace_in_page(updated, {n: "" for n in report.TABLES})
+    assert again == report.replace_in_page(text, {n: "" for n in report.TABLES})
+    with pytest.raises(ValueError, match="docs/benchmarks.md has no .*report:missing"):
+        report.replace_in_page(text, {"missing": "x"})
+
+
+def test_report_page_holds_the_tables_of_the_recorded_results():
+    """The page is generated: its tables are what `report.py --write` makes of the results."""
+    text = _page()
+    assert report.replace_in_page(text, report.render()) == text, (
+        "docs/benchmarks.md is out of date: run python benchmarks/report.py --write")

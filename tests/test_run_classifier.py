@@ -1,5 +1,5 @@
 """run/run_classifier.py end to end: a Google-format checkpoint fine-tuned on a pair task,
-a user's own processor (the README's example) learning a sentence task, regression
+a user's own processor (the example of docs/fine-tuning.md) learning a sentence task, regression
 learning a count, and bad-input errors.
 
 The learning tests fix their data, step budget and threshold in their docstrings; the
@@ -152,17 +152,17 @@ def test_fine_tunes_a_google_checkpoint_on_a_pair_task(tmp_path, bert_dir):
     np.testing.assert_allclose(served["probabilities"].numpy(), rows, atol=1e-4)
 
 
-def _readme_processor():
-    """The complete DataProcessor example of the README's Fine-tuning section."""
-    with open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8") as f:
-        readme = f.read()
-    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
+def _docs_processor():
+    """The complete DataProcessor example of the docs' Fine-tuning page."""
+    with open(os.path.join(REPO_ROOT, "docs", "fine-tuning.md"), encoding="utf-8") as f:
+        page = f.read()
+    blocks = re.findall(r"```python\n(.*?)```", page, re.S)
     (code,) = [b for b in blocks if "class MyProcessor(processors.DataProcessor)" in b]
     return code
 
 
-def test_users_own_processor_file_as_in_the_readme(tmp_path, bert_dir):
-    """The README's processor learns a sentence task and generalises to new sentences.
+def test_users_own_processor_file_as_in_the_docs(tmp_path, bert_dir):
+    """The docs' processor learns a sentence task and generalises to new sentences.
 
     A review is four filler words and one fruit at a random position; it is
     "positive" iff the fruit is from GROUP_A. Train: 640 reviews, labels
@@ -173,7 +173,7 @@ def test_users_own_processor_file_as_in_the_readme(tmp_path, bert_dir):
     """
     project = tmp_path / "my_project"
     project.mkdir()
-    (project / "my_task.py").write_text(_readme_processor())
+    (project / "my_task.py").write_text(_docs_processor())
     data = project / "reviews"
     data.mkdir()
     rng = random.Random(2)

