@@ -11,8 +11,8 @@ encode the protobuf wire format itself in pure Python (`data/example_proto.py`),
 to keep TensorFlow out of the data worker processes and on the belief that it
 was faster. `benchmarks/bench_example_proto.py` measured it against
 `tf.train.Example` on 2,000 pre-training instances (seq 128, Google's 7
-features): the protobuf runtime TensorFlow ships (upb, in C) was 3.7x and
-5.6x as fast in two runs on a 2-core machine, with byte-identical records, so
+features): the protobuf runtime TensorFlow ships (upb, in C) was several
+times as fast, with byte-identical records, so
 the hand-written encoder was deleted (the benchmark keeps a copy of it as the
 baseline it measures). The price is that pre-training data workers import
 TensorFlow (a few seconds at start-up).

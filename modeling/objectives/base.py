@@ -81,8 +81,8 @@ def sparse_cross_entropy(logits, labels):
     The value and gradient of `tf.nn.sparse_softmax_cross_entropy_with_logits`
     (`softmax - one_hot` back), computed from one softmax: on CPUs that is
     oneDNN's vectorised kernel, while TensorFlow's fused cross-entropy kernel
-    is scalar Eigen code, 3-4x slower over a 30,522-word vocabulary, where it
-    was a fifth of a BERT-tiny pre-training step (see README, "Speed").
+    is scalar Eigen code, several times slower over a 30,522-word vocabulary,
+    where it was a large part of a BERT-tiny pre-training step (docs/speed.md).
     Losses agree with the fused kernel to float32 rounding (about 1e-7
     absolute); a label whose probability is below 1e-30 (loss > 69) is scored
     with the exact log-sum-exp instead. Labels out of range raise, as there.

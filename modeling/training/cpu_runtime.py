@@ -10,9 +10,9 @@ fresh mapping and returns it to the kernel when the tensor dies, so every
 large tensor of every step is page-faulted and zeroed anew. In BERT
 pre-training the masked-LM logits are such tensors (batch x predictions x
 vocabulary: 78 MB for a BERT-tiny batch of 32 x 20 over 30,522 words), and
-so are their softmax and gradient; with Eigen's kernels on a 2-core CPU
-the faults cost about a sixth of a step, with oneDNN's nothing measurable
-(README, "Speed"). ``TF_CPU_ALLOCATOR_USE_BFC=true`` makes
+so are their softmax and gradient; with Eigen's kernels those faults are
+a visible part of a step, with oneDNN's they are not (the measurements:
+docs/speed.md and docs/benchmarks.md). ``TF_CPU_ALLOCATOR_USE_BFC=true`` makes
 TensorFlow keep freed blocks and hand them out again (the allocator GPUs
 use). TensorFlow reads it when it makes its CPU allocator, at the first op,
 so `use_caching_allocator()` also works after ``import tensorflow`` as long
@@ -22,7 +22,7 @@ the machine's physical memory unless given.
 
 **oneDNN.** TensorFlow turns its oneDNN kernels on by itself only on CPUs
 with AVX-512 VNNI/BF16 or AMX. On an AVX2-only CPU they made a BERT-tiny
-pre-training step 1.12x faster here (BERT-base: no change), so
+pre-training step faster too (docs/speed.md), so
 `use_onednn()` asks for them (``TF_ENABLE_ONEDNN_OPTS=1``). TensorFlow
 reads this variable when it is imported: set it before.
 ``TF_ENABLE_ONEDNN_OPTS=0`` keeps Eigen's kernels; results differ from

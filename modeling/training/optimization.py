@@ -31,7 +31,7 @@ What is here, and how it matches google-research/bert's `optimization.py`:
 Each variable's update (moments, decay, trust ratio, assignment) runs as one
 XLA computation on the variable handles (`jit_update=True`, the default):
 the same arithmetic as op by op, one pass over memory instead of one per
-term, about 4x faster on CPU. `jit_update=False` runs it op by op (for
+term (faster on CPU: docs/speed.md). `jit_update=False` runs it op by op (for
 platforms without XLA).
 
 Gradient processing (both optimizers share it, in `apply`):
@@ -317,8 +317,8 @@ class _BertOptimizer(keras.optimizers.Optimizer):
     `(variable, *slots, gradient, learning_rate)` that updates the backend
     variables in place. With `jit_update` (default) that function is
     compiled with XLA, which fuses each variable's element-wise update into
-    one pass over memory (about 4x faster than one TensorFlow op per term on
-    CPU); the arithmetic is the same.
+    one pass over memory instead of one TensorFlow op per term; the
+    arithmetic is the same.
 
     With `skip_zero_gradients`, a variable whose (accumulated, clipped)
     gradient is zero everywhere keeps its value and its moments in that
