@@ -11,13 +11,13 @@ documents. The table (held-out accuracy, pre-training and fine-tuning time,
 parameters) is printed and written to `--output_dir` as comparison.txt and
 comparison.json; each model's directories stay there (TensorBoard works on
 them). Running it again reuses finished pre-training. The work is
-`modeling.tasks.comparison`.
+`modeling.experiments.comparison`.
 """
 
 import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-order
 
 import common_flags
-from modeling.tasks import comparison
+from modeling.experiments import comparison
 
 common_flags.define_job_flags(comparison.CompareJob)
 

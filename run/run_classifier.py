@@ -27,7 +27,7 @@ transformations and its auxiliary language-model loss:
 folder). Single texts become `<s> text <e>`, pairs `<s> a $ b <e>`
 (`--input_transformation=similarity`: both orders, their `<e>` states
 added), multiple choice one `<s> context $ choice <e>` per candidate
-(`modeling.tasks.gpt_classification`).
+(`modeling.gpt.classification`).
 
 Multiple-choice tasks work for BERT-style encoders too (BERT, ALBERT,
 XLNet): one ``[CLS] context [SEP] choice [SEP]`` per candidate, one shared

@@ -7,14 +7,14 @@ with --language_sampling_alpha, and the English half alone), fine-tunes each
 on the English sentences of a toy task from the bundled parallel pairs
 (morning or evening?) and prints the held-out accuracy on English and on the
 Chinese translations, which no model was fine-tuned on. The work is
-`modeling.tasks.zero_shot`; XNLI's zero-shot set-up is
+`modeling.experiments.zero_shot`; XNLI's zero-shot set-up is
 `run_classifier.py --task_name=xnli --xnli_train_language=en --xnli_language=zh`.
 """
 
 import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-order
 
 import common_flags
-from modeling.tasks import zero_shot
+from modeling.experiments import zero_shot
 
 common_flags.define_job_flags(zero_shot.ZeroShotJob)
 

@@ -1,4 +1,4 @@
-"""run/compare_models.py's task and table (modeling.tasks.comparison)."""
+"""run/compare_models.py's task and table (modeling.experiments.comparison)."""
 
 import collections
 import json
@@ -11,7 +11,7 @@ import pytest
 from data import tokenization
 from modeling.elmo import load_elmo_config
 from modeling.elmo import features as elmo_features
-from modeling.tasks import comparison
+from modeling.experiments import comparison
 
 
 @pytest.fixture(scope="module")

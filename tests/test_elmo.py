@@ -12,6 +12,7 @@ import pytest
 import tensorflow as tf
 
 from data import corpus
+from data import word_vocab as vocabulary
 from modeling import recipes
 from modeling import registry
 from modeling.elmo import ElmoConfig
@@ -19,7 +20,6 @@ from modeling.elmo import ElmoConfigError
 from modeling.elmo import ElmoNetwork
 from modeling.elmo import ScalarMix
 from modeling.elmo import load_elmo_config
-from modeling.elmo import vocabulary
 from modeling.elmo.pipeline import ElmoPipeline
 from modeling.elmo.pipeline import sentence_features
 from modeling.recipes.pipelines.base import PipelineOptions

@@ -16,11 +16,11 @@ import tensorflow as tf
 
 import script_runner
 from data import processors as processors_lib
+from data import word_vocab as vocab_lib
 from modeling import checkpoints
 from modeling.elmo import ElmoConfig
 from modeling.elmo import ElmoNetwork
 from modeling.elmo import features as elmo_features
-from modeling.elmo import vocabulary as vocab_lib
 from modeling.recipes import pretraining
 from modeling.tasks import classifier_job
 from modeling.tasks import input_formats

@@ -17,10 +17,10 @@ from data.processors import transformations
 from data.tokenizers import byte_bpe
 from modeling.gpt import GPTConfig
 from modeling.gpt import GPTNetwork
+from modeling.gpt import classification as gpt_classification
+from modeling.gpt.classification import GPTClassifier
 from modeling.tasks import classifier_job
-from modeling.tasks import gpt_classification
 from modeling.tasks import input_formats
-from modeling.tasks.gpt_classification import GPTClassifier
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB = os.path.join(REPO_ROOT, "data", "sample", "gpt2", "vocab.json")

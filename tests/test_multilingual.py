@@ -119,7 +119,7 @@ def test_xnli_can_train_on_english_and_evaluate_on_chinese(tmp_path):
 
 
 def test_time_of_day_task_holds_out_translations_of_unseen_pairs(tmp_path):
-    from modeling.tasks import zero_shot
+    from modeling.experiments import zero_shot
     paths, sizes = zero_shot.build_time_of_day_task(str(tmp_path))
     read = {k: [l.split("\t") for l in open(p, encoding="utf-8").read().splitlines()[1:]]
             for k, p in paths.items()}
@@ -133,7 +133,7 @@ def test_time_of_day_task_holds_out_translations_of_unseen_pairs(tmp_path):
 
 def test_zero_shot_run_reports_both_models_on_both_languages(tmp_path):
     """Plumbing only (a few steps): the models' numbers are in the README."""
-    from modeling.tasks import zero_shot
+    from modeling.experiments import zero_shot
     rows = zero_shot.run(zero_shot.ZeroShotJob(output_dir=str(tmp_path), pretrain_steps=4,
                                                num_train_epochs=0.3))
     assert [r["model"] for r in rows] == ["multilingual", "english_only"]

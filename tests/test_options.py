@@ -177,8 +177,8 @@ JOB_SCRIPTS = {
     "run_cvt.py": ("modeling.cvt.job", "CvtJob"),
     "run_siatl.py": ("modeling.siatl.job", "SiatlJob"),
     "run_translation.py": ("modeling.mass.translation", "TranslationJob"),
-    "compare_models.py": ("modeling.tasks.comparison", "CompareJob"),
-    "zero_shot_transfer.py": ("modeling.tasks.zero_shot", "ZeroShotJob"),
+    "compare_models.py": ("modeling.experiments.comparison", "CompareJob"),
+    "zero_shot_transfer.py": ("modeling.experiments.zero_shot", "ZeroShotJob"),
 }
 
 

@@ -7,7 +7,7 @@ for why the text is normalised here before tensorflow-text sees it.
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from data import tokenization
+from data import wordpiece_vocab
 
 
 # Words are split at spaces (dropped) and around punctuation and CJK
@@ -16,7 +16,7 @@ from data import tokenization
 # Unicode P* plus every printable non-alphanumeric ASCII character.
 _KEEP_DELIMS = "|".join(
     [r"[!-/]", r"[:-@]", r"[\[-`]", r"[{-~]", r"\p{P}"] +
-    [r"[\x{%X}-\x{%X}]" % (low, high) for low, high in tokenization.CJK_RANGES])
+    [r"[\x{%X}-\x{%X}]" % (low, high) for low, high in wordpiece_vocab.CJK_RANGES])
 _DELIMS = " +|" + _KEEP_DELIMS
 # Whitespace that becomes a plain space: tab, newline, carriage return, the
 # Unicode space separators (Zs) other than the space itself, and the line and
@@ -61,13 +61,13 @@ class GraphTokenizer(tf.Module):
     """
 
     def __init__(self, vocab_file, do_lower_case=True,
-                 max_input_chars_per_word=tokenization.MAX_INPUT_CHARS_PER_WORD,
+                 max_input_chars_per_word=wordpiece_vocab.MAX_INPUT_CHARS_PER_WORD,
                  token_out_type=tf.int32, name=None):
         super().__init__(name=name)
-        vocab = tokenization.read_vocab_list(vocab_file)
-        tokenization.check_vocab_special_tokens(
+        vocab = wordpiece_vocab.read_vocab_list(vocab_file)
+        wordpiece_vocab.check_vocab_special_tokens(
             {t: i for i, t in enumerate(vocab) if t is not None}, vocab_file,
-            required=(tokenization.UNK_TOKEN,))
+            required=(wordpiece_vocab.UNK_TOKEN,))
         self.vocab_file = vocab_file
         self.do_lower_case = do_lower_case
         self.max_input_chars_per_word = max_input_chars_per_word
@@ -87,7 +87,7 @@ class GraphTokenizer(tf.Module):
         common = dict(vocab=lookup, suffix_indicator="##",
                       max_bytes_per_word=4 * max_input_chars_per_word,
                       token_out_type=token_out_type,
-                      unknown_token=tokenization.UNK_TOKEN,
+                      unknown_token=wordpiece_vocab.UNK_TOKEN,
                       support_detokenization=False)
         self._wordpiece = tf_text.FastWordpieceTokenizer(no_pretokenization=True, **common)
         self._end_to_end = tf_text.FastWordpieceTokenizer(no_pretokenization=False, **common)
@@ -96,7 +96,7 @@ class GraphTokenizer(tf.Module):
         # that measures every word.
         # CJK ideographs are words of their own, so they break a run too.
         self._long_run = r".*[^ %s]{%d}.*" % (
-            "".join(r"\x{%X}-\x{%X}" % r for r in tokenization.CJK_RANGES),
+            "".join(r"\x{%X}-\x{%X}" % r for r in wordpiece_vocab.CJK_RANGES),
             max_input_chars_per_word + 1)
         self._id_to_token = tf.constant([t or "" for t in vocab])
 
@@ -184,7 +184,7 @@ class GraphTokenizer(tf.Module):
 
             def _unk_if_too_long(flat_words):
                 too_long = tf.strings.length(flat_words, unit="UTF8_CHAR") > limit
-                return tf.where(too_long, tokenization.UNK_TOKEN, flat_words)
+                return tf.where(too_long, wordpiece_vocab.UNK_TOKEN, flat_words)
 
             words = tf.ragged.map_flat_values(_unk_if_too_long, words)
             # [batch, (words), (pieces)] -> [batch, (pieces)]

@@ -4,7 +4,7 @@ Each side is split into words by `data.tokenization.BasicTokenizer`
 (punctuation split off, every CJK character a word, optional lower casing),
 so English sentences become words and Chinese sentences characters, and
 mapped to ids by one word vocabulary (`--vocab_file`: ELMo's format,
-`modeling.elmo.vocabulary`: `<S> </S> <UNK>`, then words; the bundled
+`data.word_vocab`: `<S> </S> <UNK>`, then words; the bundled
 `data/sample/elmo/vocab.txt` holds the bundled corpus's English words and
 Chinese characters, so it serves both sides). One example per line:
 
@@ -36,8 +36,8 @@ import tensorflow as tf
 from data import atomic
 from data import corpus as corpus_lib
 from data import tokenization
+from data import word_vocab as vocab_lib
 from modeling import registry
-from modeling.elmo import vocabulary as vocab_lib
 from modeling.recipes.pipelines.base import Pipeline
 
 __all__ = ["CovePipeline", "ParallelFileError", "pair_features", "read_pairs", "split_pairs"]

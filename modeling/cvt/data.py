@@ -1,7 +1,7 @@
 """CVT's data: word ids of tagged and plain sentences, TFRecords, the generated demo.
 
-Words are looked up in ELMo's word vocabulary (`modeling.elmo.vocabulary.
-WordVocabulary`: ``<S> </S> <UNK>`` first; unknown words are ``<UNK>``).
+Words are looked up in ELMo's word vocabulary (`data.word_vocab.WordVocabulary`:
+``<S> </S> <UNK>`` first; unknown words are ``<UNK>``).
 Tagged sentences come from CoNLL files (`data.processors.conll`); a CoNLL word
 is looked up whole (lower-cased with `do_lower_case`). Unlabelled text is one
 sentence per line, split into words as ELMo's pipeline does
@@ -42,7 +42,7 @@ from data import atomic
 from data import input_pipeline
 from data import tokenization
 from data.processors.base import DataError
-from modeling.elmo import vocabulary
+from data import word_vocab as vocabulary
 
 __all__ = ["DEMO_CLASSES", "generate_demo_sentences", "read_unlabeled", "tagged_input_fn",
            "unlabeled_input_fn", "word_ids_of", "write_demo_data", "write_tagged_records",

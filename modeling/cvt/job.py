@@ -12,7 +12,7 @@ Data: CoNLL-style BIO files (`data.processors.conll`: token first, tag last,
 blank line between sentences) for train / dev / test; `unlabeled_file` is
 plain text, one sentence per line (split into words as ELMo's pipeline
 does); `vocab_file` a word vocabulary in ELMo's format
-(`modeling.elmo.vocabulary`, default the bundled data/sample/elmo/vocab.txt).
+(`data.word_vocab`, default the bundled data/sample/elmo/vocab.txt).
 Without `train_file` the job generates the demo data
 (`modeling.cvt.data.write_demo_data`, with its own vocab.txt) in
 ``output_dir/data``.
@@ -54,11 +54,11 @@ from typing import Optional
 from absl import logging
 import tensorflow as tf
 
+from data import word_vocab
 from data.processors import conll
 from modeling import registry
 from modeling.cvt import data as cvt_data
 from modeling.cvt import model as cvt_model
-from modeling.elmo import vocabulary
 from modeling.tasks import FineTuningTask
 from modeling.tasks import seqeval
 from modeling.tasks.input_formats import ClassifierJobError
@@ -195,8 +195,8 @@ class CvtRunner(job_lib.JobRunner):
         validation.validate_training_values(True, warmup_proportion=job.warmup_proportion)
         self.check_training_values(epochs=False)
         try:
-            self.vocab = vocabulary.WordVocabulary(job.vocab_file or DEFAULT_VOCAB)
-        except vocabulary.VocabularyError as e:
+            self.vocab = word_vocab.WordVocabulary(job.vocab_file or DEFAULT_VOCAB)
+        except word_vocab.VocabularyError as e:
             raise CvtJobError(str(e)) from None
 
     def prepare(self):
@@ -207,7 +207,7 @@ class CvtRunner(job_lib.JobRunner):
             demo = cvt_data.write_demo_data(self._path("data"), num_labeled=job.demo_num_labeled)
             files = {name: demo[name] for name in files}
             if not job.vocab_file:
-                self.vocab = vocabulary.WordVocabulary(demo["vocab"])
+                self.vocab = word_vocab.WordVocabulary(demo["vocab"])
             logging.info("Demo data in %s", os.path.dirname(demo["train"]))
         self.files = files
         train = _read(files["train"], "train_file")

@@ -87,7 +87,7 @@ class CvtTagger(keras.Model):
     """The tagger (see the module docstring).
 
     Args:
-        vocab_size: word vocabulary size (`modeling.elmo.vocabulary.WordVocabulary`).
+        vocab_size: word vocabulary size (`data.word_vocab.WordVocabulary`).
         num_labels: tags (``O`` first).
         embedding_dim: word vector width.
         lstm_dim: units of each direction of layer 1.

@@ -16,7 +16,7 @@ The file is bilm-tf's / allennlp's options file (nested as there):
 `n_negative_samples_batch` > 0 trains with a sampled softmax of that many
 negative words per batch (0: the full softmax; evaluation always uses the
 full softmax). `n_characters` counts character ids with allennlp's shift by
-one (262; `modeling.elmo.vocabulary`).
+one (262; `data.word_vocab`).
 
 Differences from bilm-tf, on purpose: the LSTMs are Keras LSTMs (the cuDNN
 kernel on a GPU), so the projection follows the LSTM instead of feeding back
@@ -34,8 +34,8 @@ generic code.
 import copy
 import difflib
 
+from data import word_vocab as vocabulary
 from modeling import json_config
-from modeling.elmo import vocabulary
 
 __all__ = ["ElmoConfig", "ElmoConfigError", "load_elmo_config"]
 

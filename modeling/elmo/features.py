@@ -128,7 +128,7 @@ def features_from_files(settings, layers):
     run_pretraining's output. Returns `(texts, records, what)`; the records
     (`extract_features`) are computed as they are consumed.
     """
-    from modeling.elmo import vocabulary as vocab_lib  # pylint: disable=g-import-not-at-top
+    from data import word_vocab as vocab_lib  # pylint: disable=g-import-not-at-top
     from modeling.elmo.config import load_elmo_config  # pylint: disable=g-import-not-at-top
     from modeling.serving import inference  # pylint: disable=g-import-not-at-top
 

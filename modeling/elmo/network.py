@@ -41,7 +41,7 @@ Outputs (the encoder contract of `modeling/encoder.py`, at width
 import keras
 import tensorflow as tf
 
-from modeling.elmo import vocabulary
+from data import word_vocab as vocabulary
 from modeling.layers.common import PACKAGE as _PACKAGE
 
 __all__ = ["CharacterEncoder", "ElmoNetwork"]

@@ -2,7 +2,7 @@
 
 Inputs are plain-text files in the corpus format (one sentence per line, a
 blank line between documents). Each non-blank line is split into words
-(`modeling.elmo.vocabulary`: `BasicTokenizer`, CJK characters one by one)
+(`data.word_vocab`: `BasicTokenizer`, CJK characters one by one)
 and becomes one example
 
     words        <S> w_1 .. w_n </S>     cut to `max_seq_length` words
@@ -32,8 +32,8 @@ import tensorflow as tf
 
 from data import corpus as corpus_lib
 from data import tokenization
+from data import word_vocab as vocab_lib
 from modeling import registry
-from modeling.elmo import vocabulary as vocab_lib
 from modeling.recipes.pipelines.base import Pipeline
 
 __all__ = ["ElmoPipeline", "sentence_features"]

@@ -5,7 +5,7 @@ GPT is GPT-2's stack with post-LN blocks and no final LayerNorm
 the registered "causal_lm" objective on the "causal_lm" pipeline, named
 together by the recipe `modeling/recipes/presets/gpt.json`, and fine-tuned
 with the paper's input transformations through `run/run_classifier.py
---model_family=gpt` (`modeling.tasks.gpt_classification`).
+--model_family=gpt` (`modeling.gpt.classification`).
 
     from modeling.gpt import GPTConfig, GPTNetwork
     network = GPTNetwork.from_config_object(GPTConfig.from_preset("gpt_tiny", 3000))
@@ -59,3 +59,5 @@ FAMILY = registry.families.register("gpt", registry.Family(
 ))
 # run/generate.py --recipe=gpt: the causal LM continues each prompt.
 registry.decoders.register("gpt", generation.causal_lm_decoder("gpt"))
+# run_classifier's --model_family=gpt: the paper's input transformations, `GPTClassifier`.
+from modeling.gpt import classification  # noqa: E402,F401  pylint: disable=g-import-not-at-top

@@ -96,7 +96,7 @@ def task_loss_and_metrics(outputs, features, task_type, num_labels):
     """`(loss, {name: (sum, count)})` of a classifier's `outputs` (see the module docstring).
 
     Shared by every classifier head (`BertClassifier`, GPT's
-    `modeling.tasks.gpt_classification`): `outputs` holds `logits`
+    `modeling.gpt.classification`): `outputs` holds `logits`
     (`[batch, num_labels]`) and, for regression, `predictions`; `features`
     `label_ids` and optionally `is_real_example`.
     """

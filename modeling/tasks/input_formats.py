@@ -13,10 +13,11 @@ the model, but each family frames its inputs its own way:
 
 A family's way is an `InputFormat` subclass registered here under the
 family's name (`FORMATS.register("gpt", GPTInputFormat)`, next to its task
-model in `modeling/tasks/`); the job asks `format_class_for(family)` and never
-branches on a family's name. A family without one gets the default,
-`classifier_job.PooledInputFormat` (Google's packing and `BertClassifier`),
-which needs an encoder with a pooled output.
+model in the family's package: `modeling/gpt/classification.py`); the job
+asks `format_class_for(family)` and never branches on a family's name. A
+family without one gets the default, `classifier_job.PooledInputFormat`
+(Google's packing and `BertClassifier`), which needs an encoder with a
+pooled output.
 
 The contract, one object per run (`InputFormat(job, config)`), called in this
 order:

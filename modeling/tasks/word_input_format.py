@@ -1,7 +1,7 @@
 """run_classifier's input format for word-level families (ELMo, ULMFiT, CoVe), and a frozen-feature classifier.
 
 The Transformer families read WordPiece ids; the pre-Transformer ones read
-whole words from a word vocabulary (`modeling.elmo.vocabulary.WordVocabulary`:
+whole words from a word vocabulary (`data.word_vocab.WordVocabulary`:
 ``<S> </S> <UNK>`` then one word per line) and, for ELMo, each word's
 characters. `WordInputFormat` frames an example as
 
@@ -41,6 +41,7 @@ from data import atomic
 from data import packing
 from data import processors as processors_lib
 from data import tokenization
+from data import word_vocab
 from data.processors import features as features_lib
 from modeling import checkpoints
 from modeling.checkpoints import object_based
@@ -50,14 +51,6 @@ from modeling.tasks.input_formats import ClassifierJobError
 
 __all__ = ["FrozenFeatureClassifier", "WordInputFormat", "WordTokenizer",
            "load_network_weights", "packed_words", "word_features"]
-
-
-def _vocab_lib():
-    # Imported when used: `modeling.elmo` registers its input format (a
-    # subclass of `WordInputFormat`) when imported, so a module-level import
-    # here would be circular.
-    from modeling.elmo import vocabulary  # pylint: disable=g-import-not-at-top
-    return vocabulary
 
 
 class WordTokenizer:
@@ -86,7 +79,7 @@ def packed_words(words_a, words_b, max_seq_length):
     else:
         words_a = words_a[: max_seq_length - 2]
     return packing.pack(words_a, words_b or None, max_seq_length,
-                        cls=_vocab_lib().BOS, sep=_vocab_lib().EOS)
+                        cls=word_vocab.BOS, sep=word_vocab.EOS)
 
 
 def word_features(words_a, words_b, tokenizer, max_seq_length, max_characters_per_token=None):
@@ -98,7 +91,7 @@ def word_features(words_a, words_b, tokenizer, max_seq_length, max_characters_pe
         return tuple(padded)
     char_ids = np.zeros([max_seq_length, max_characters_per_token], np.int64)
     for i, word in enumerate(words):
-        char_ids[i] = _vocab_lib().word_char_ids(word, max_characters_per_token)
+        char_ids[i] = word_vocab.word_char_ids(word, max_characters_per_token)
     return tuple(padded) + (char_ids,)
 
 
@@ -140,7 +133,7 @@ class WordInputFormat(input_formats.InputFormat):
                                          "vocabulary (<S> </S> <UNK>, then one word per line)"
                                          % self.job.model_family)
             try:
-                self._vocab = _vocab_lib().WordVocabulary(self.job.vocab_file)
+                self._vocab = word_vocab.WordVocabulary(self.job.vocab_file)
             except (ValueError, OSError) as e:
                 raise ClassifierJobError("--vocab_file: %s" % e) from e
         return self._vocab

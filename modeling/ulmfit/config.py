@@ -34,8 +34,8 @@ The defaults are fastai's LM configuration (the paper's sizes; fastai's
 
 import difflib
 
+from data import word_vocab as vocabulary
 from modeling import json_config
-from modeling.elmo import vocabulary
 
 __all__ = ["AwdLstmConfig", "AwdLstmConfigError", "load_awd_lstm_config", "CONFIG_FILE_NAME"]
 

@@ -9,7 +9,8 @@ The family package holds every XLNet-specific part and registers them:
 
 named together by the recipe `modeling/recipes/presets/xlnet.json`.
 Fine-tuning inputs in XLNet's layout (`A <sep> B <sep> <cls>`, left padded)
-come from `modeling.xlnet.finetuning`.
+come from `modeling.xlnet.finetuning`; `modeling.xlnet.classification` registers them as
+`run_classifier.py --model_family=xlnet`'s input format.
 
     from modeling.xlnet import XLNetConfig, XLNetNetwork
     network = XLNetNetwork.from_config_object(XLNetConfig(vocab_size=2000, d_model=64,
@@ -47,3 +48,5 @@ FAMILY = registry.families.register("xlnet", registry.Family(
     is_encoder=lambda model: isinstance(model, XLNetNetwork),
     has_pooler=True,
 ))
+# run_classifier's --model_family=xlnet (`A <sep> B <sep> <cls>`, left padded).
+from modeling.xlnet import classification  # noqa: E402,F401  pylint: disable=g-import-not-at-top

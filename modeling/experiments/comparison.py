@@ -1,6 +1,6 @@
 """BERT and the models before it on one task: what `run/compare_models.py` runs.
 
-    from modeling.tasks import comparison
+    from modeling.experiments import comparison
     rows = comparison.compare(comparison.CompareJob(output_dir="/tmp/compare"))
     print(comparison.format_table(rows))
 

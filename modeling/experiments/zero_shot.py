@@ -2,7 +2,7 @@
 
 What `run/zero_shot_transfer.py` runs:
 
-    from modeling.tasks import zero_shot
+    from modeling.experiments import zero_shot
     rows = zero_shot.run(zero_shot.ZeroShotJob(output_dir="/tmp/zero_shot"))
 
 Two tiny BERTs are pre-trained by the demo recipe with the bundled

@@ -1,4 +1,9 @@
-"""ELMo's inputs: a word vocabulary (targets) and character ids per word (the encoder's input).
+"""Word vocabularies: words as ids and as character ids (ELMo, ULMFiT, CoVe, CVT).
+
+The word-level families (`modeling.elmo`, `modeling.ulmfit`, `modeling.cove`,
+`modeling.cvt`) and run_classifier's word input format
+(`modeling.tasks.word_input_format`) read the same vocabulary file; it lives
+in `data/` because it knows no model.
 
 Words. ELMo reads whitespace-separated words; here a line of text is split
 into words by `data.tokenization.BasicTokenizer` (punctuation split off,
