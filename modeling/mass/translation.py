@@ -19,7 +19,9 @@ pipeline. So the model is the pre-training model (`MassNetwork` + a
 `MassObjective` named "translation"), trained by the project's one
 `Trainer` (checkpoints, resume, TensorBoard in `output_dir`) from
 `init_checkpoint` (a MASS pre-training directory or `ckpt-N` prefix; the
-network's weights are loaded, the optimizer's are not).
+network's weights are loaded, the optimizer's are not). `run(job)` is
+`TranslationRunner(job).run()`: the common job shape
+(`modeling.training.job.JobRunner`) with translation's hooks.
 
 After training, the held-out sources are translated (beam search,
 `modeling.mass.decoding`) and scored with corpus BLEU
@@ -37,7 +39,6 @@ import json
 import os
 from typing import Optional
 
-import keras
 import numpy as np
 import tensorflow as tf
 
@@ -53,13 +54,11 @@ from modeling.mass.objective import MassObjective
 from modeling.mass.pipeline import special_ids
 from modeling.objectives.base import Pretrainer
 from modeling.training import distribute
-from modeling.training import optimization
-from modeling.training import run_lock
-from modeling.training import trainer as trainer_lib
+from modeling.training import job as job_lib
 from modeling.training.options import option
 
-__all__ = ["ParallelFileError", "TranslationJob", "detokenize", "encode_pairs",
-           "read_parallel_file", "run", "split_pairs"]
+__all__ = ["ParallelFileError", "TranslationJob", "TranslationRunner", "detokenize",
+           "encode_pairs", "read_parallel_file", "run", "split_pairs"]
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAMPLE_PARALLEL_FILE = os.path.join(REPO_ROOT, "data", "sample", "parallel_en_zh.tsv")
@@ -103,6 +102,19 @@ class TranslationJob:
     bleu_tokenize: str = option("zh", "BLEU tokenization (zh: character level for Chinese).",
                                 choices=("zh", "13a", "none"))
     seed: Optional[int] = option(12345, "Random seed.")
+
+    # What `JobRunner` asks of a job besides the fields: one device in float32,
+    # and the trainer's and optimizer's defaults but for `log_steps`.
+    mixed_precision = None
+
+    def get_strategy(self):
+        return distribute.get_strategy("one_device")
+
+    def optimizer_options(self):
+        return {}
+
+    def trainer_options(self):
+        return {"log_steps": self.log_steps}
 
 
 def read_parallel_file(path):
@@ -219,127 +231,142 @@ def _dataset(features, batch_size, seed, input_context=None):
     return d.shuffle(n, seed=seed).repeat().batch(batch_size, drop_remainder=True)
 
 
-def run(job):
-    """Fine-tunes, translates the held-out pairs, scores them; returns the results dict."""
-    if not job.output_dir:
-        raise ValueError("--output_dir is required")
-    for name in ("parallel_file", "vocab_file"):
-        if not os.path.isfile(getattr(job, name)):
-            raise FileNotFoundError("--%s=%s: no such file" % (name, getattr(job, name)))
-    if job.bleu_tokenize not in bleu.TOKENIZERS:
-        raise ValueError("--bleu_tokenize=%s: expected one of %s"
-                         % (job.bleu_tokenize, ", ".join(bleu.TOKENIZERS)))
-    if job.beam_size < 1:
-        raise ValueError("--beam_size=%r: expected at least 1" % (job.beam_size,))
-    if job.init_checkpoint:
-        checkpoints.resolve_checkpoint(job.init_checkpoint)  # a missing one fails now
-    config = _config(job)
-    if job.max_seq_length > config.max_position_embeddings:
-        raise ValueError("--max_seq_length=%d exceeds max_position_embeddings=%d of the model "
-                         "config" % (job.max_seq_length, config.max_position_embeddings))
-    for name in ("source_language_id", "target_language_id"):
-        if not 0 <= getattr(job, name) < config.type_vocab_size:
-            raise ValueError("--%s=%d: the model has %d language ids (type_vocab_size)"
-                             % (name, getattr(job, name), config.type_vocab_size))
-    pairs = read_parallel_file(job.parallel_file)
-    train_pairs, eval_pairs = split_pairs(pairs, job.eval_every)
-    if not train_pairs or not eval_pairs:
-        raise ParallelFileError("%s: %d pairs are too few to hold out every %d-th"
-                                % (job.parallel_file, len(pairs), job.eval_every))
-    tokenizer = tokenization.FullTokenizer(job.vocab_file, job.do_lower_case)
-    if len(tokenizer.vocab) != config.vocab_size:
-        raise ValueError("--vocab_file=%s has %d tokens but the model config's vocab_size is %d"
-                         % (job.vocab_file, len(tokenizer.vocab), config.vocab_size))
-    ids = special_ids(job.vocab_file)
-    # One decoder length for both parts: the longest target of the file.
-    decoder_length = encode_pairs(pairs, tokenizer, ids, job.max_seq_length, 0, 0)[
-        "decoder_input_ids"].shape[1]
-    train_features, eval_features = (
-        encode_pairs(part, tokenizer, ids, job.max_seq_length, job.source_language_id,
-                     job.target_language_id, decoder_length)
-        for part in (train_pairs, eval_pairs))
+class TranslationRunner(job_lib.JobRunner):
+    """`run`'s steps: the common job shape (`modeling.training.job`) with translation's hooks.
 
-    if job.seed is not None:
-        keras.utils.set_random_seed(job.seed)
-    tf.io.gfile.makedirs(job.output_dir)
-    with run_lock.OutputDirLock(job.output_dir):
-        config_path = os.path.join(job.output_dir, "mass_config.json")
+    It always trains (for `num_train_steps`), evaluates (the teacher-forced
+    held-out loss beside its unigram baseline) and predicts (the held-out
+    translations); `finish` scores them with BLEU and writes the results.
+    The parallel file is read and encoded by `check`, so that a bad line is
+    refused before anything is written.
+    """
+
+    modes = ()
+    training = evaluating = predicting = True
+
+    def check(self):
+        job = self.job
+        if not job.output_dir:
+            raise ValueError("--output_dir is required")
+        for name in ("parallel_file", "vocab_file"):
+            if not os.path.isfile(getattr(job, name)):
+                raise FileNotFoundError("--%s=%s: no such file" % (name, getattr(job, name)))
+        if job.bleu_tokenize not in bleu.TOKENIZERS:
+            raise ValueError("--bleu_tokenize=%s: expected one of %s"
+                             % (job.bleu_tokenize, ", ".join(bleu.TOKENIZERS)))
+        if job.beam_size < 1:
+            raise ValueError("--beam_size=%r: expected at least 1" % (job.beam_size,))
+        if job.init_checkpoint:
+            checkpoints.resolve_checkpoint(job.init_checkpoint)  # a missing one fails now
+        self.config = config = _config(job)
+        self.check_max_seq_length(config)
+        for name in ("source_language_id", "target_language_id"):
+            if not 0 <= getattr(job, name) < config.type_vocab_size:
+                raise ValueError("--%s=%d: the model has %d language ids (type_vocab_size)"
+                                 % (name, getattr(job, name), config.type_vocab_size))
+        pairs = read_parallel_file(job.parallel_file)
+        train_pairs, self.eval_pairs = split_pairs(pairs, job.eval_every)
+        if not train_pairs or not self.eval_pairs:
+            raise ParallelFileError("%s: %d pairs are too few to hold out every %d-th"
+                                    % (job.parallel_file, len(pairs), job.eval_every))
+        self.tokenizer = tokenization.FullTokenizer(job.vocab_file, job.do_lower_case)
+        if len(self.tokenizer.vocab) != config.vocab_size:
+            raise ValueError("--vocab_file=%s has %d tokens but the model config's vocab_size "
+                             "is %d" % (job.vocab_file, len(self.tokenizer.vocab),
+                                        config.vocab_size))
+        self.ids = ids = special_ids(job.vocab_file)
+        # One decoder length for both parts: the longest target of the file.
+        decoder_length = encode_pairs(pairs, self.tokenizer, ids, job.max_seq_length, 0, 0)[
+            "decoder_input_ids"].shape[1]
+        self.train_features, self.eval_features = (
+            encode_pairs(part, self.tokenizer, ids, job.max_seq_length, job.source_language_id,
+                         job.target_language_id, decoder_length)
+            for part in (train_pairs, self.eval_pairs))
+
+    def prepare(self):
+        config_path = os.path.join(self.job.output_dir, "mass_config.json")
         if not os.path.exists(config_path):
-            config.to_json_file(config_path)
-        return _run_locked(job, config, tokenizer, ids, train_features, eval_features,
-                           eval_pairs)
+            self.config.to_json_file(config_path)
+        return len(self.train_features["input_ids"])
 
+    def training_steps(self, num_examples):
+        return self.job.num_train_steps, self.job.num_warmup_steps
 
-def _run_locked(job, config, tokenizer, ids, train_features, eval_features, eval_pairs):
-    strategy = distribute.get_strategy("one_device")
-
-    def model_fn():
-        network = MassNetwork.from_config_object(config)
-        return Pretrainer(network, [MassObjective(config.vocab_size, name="translation")],
+    def build_model(self):
+        network = MassNetwork.from_config_object(self.config)
+        return Pretrainer(network, [MassObjective(self.config.vocab_size, name="translation")],
                           name="mass_translator")
 
-    def init_fn(model):
-        if job.init_checkpoint:
-            checkpoints.init_from_checkpoint(model, job.init_checkpoint,
-                                             allow_missing_heads=True)
+    def init_model(self, model):
+        self.init_pretrainer(model)
 
-    trainer = trainer_lib.Trainer(
-        strategy, model_fn=model_fn,
-        optimizer_fn=lambda: optimization.create_optimizer(
-            job.learning_rate, job.num_train_steps, job.num_warmup_steps),
-        model_dir=job.output_dir, train_batch_size=job.train_batch_size,
-        num_train_steps=job.num_train_steps, save_checkpoints_steps=job.save_checkpoints_steps,
-        log_steps=job.log_steps, init_fn=init_fn)
-    trainer.train(lambda input_context=None: _dataset(
-        train_features, job.train_batch_size, job.seed, input_context))
+    def train_input_fn(self):
+        job = self.job
+        return lambda input_context=None: _dataset(
+            self.train_features, job.train_batch_size, job.seed, input_context)
 
-    # Held-out teacher-forced loss beside its unigram baseline.
-    results = trainer.evaluate(
-        lambda input_context=None: tf.data.Dataset.from_tensor_slices(eval_features).batch(
-            job.train_batch_size), max_steps=None)
-    targets = lambda f: f["decoder_target_ids"][f["decoder_target_weights"] > 0]  # pylint: disable=g-long-lambda
-    stats = unigram_statistics([targets(train_features)], [targets(eval_features)],
-                               num_classes=config.vocab_size, what="translation")
-    results["unigram_baseline_translation_loss"] = stats.cross_entropy
-    results["unigram_baseline_translation_accuracy"] = stats.accuracy
+    def evaluate(self, trainer):
+        """The held-out teacher-forced loss beside its unigram baseline."""
+        train_features, eval_features = self.train_features, self.eval_features
+        results = trainer.evaluate(
+            lambda input_context=None: tf.data.Dataset.from_tensor_slices(eval_features).batch(
+                self.job.train_batch_size), max_steps=None)
+        targets = lambda f: f["decoder_target_ids"][f["decoder_target_weights"] > 0]  # pylint: disable=g-long-lambda
+        stats = unigram_statistics([targets(train_features)], [targets(eval_features)],
+                                   num_classes=self.config.vocab_size, what="translation")
+        results["unigram_baseline_translation_loss"] = stats.cross_entropy
+        results["unigram_baseline_translation_accuracy"] = stats.accuracy
+        return results
 
-    # Translations of the held-out sources.
-    network = trainer.model.encoder
-    max_length = job.max_decode_length or job.max_seq_length - 1
-    hypotheses = []
-    for start in range(0, len(eval_pairs), 64):
-        sources = {k: eval_features[k][start:start + 64]
-                   for k in ("input_ids", "input_mask", "segment_ids")}
-        decoded = decoding.beam_search(
-            network, sources, start_id=ids["mask"], eos_id=ids["sep"], max_length=max_length,
-            beam_size=job.beam_size, length_penalty=job.length_penalty,
-            target_language=job.target_language_id)
-        for hypothesis in decoded:
-            tokens = [t for t in hypothesis.tokens if t != ids["sep"]]
-            hypotheses.append(detokenize(tokenizer.convert_ids_to_tokens(tokens)))
-    references = [target for _, target in eval_pairs]
-    sources_text = [source for source, _ in eval_pairs]
-    model_bleu = bleu.corpus_bleu(hypotheses, references, tokenize=job.bleu_tokenize)
-    copy_bleu = bleu.corpus_bleu(sources_text, references, tokenize=job.bleu_tokenize)
-    results.update({
-        "bleu": model_bleu.score,
-        "bleu_precisions": model_bleu.precisions,
-        "bleu_bp": model_bleu.bp,
-        "bleu_signature": "corpus BLEU, tokenize=%s, smooth=exp, order 4, beam %d, "
-                          "length penalty %g" % (job.bleu_tokenize, job.beam_size,
-                                                 job.length_penalty),
-        "copy_source_bleu": copy_bleu.score,
-        "num_train_pairs": int(len(train_features["input_ids"])),
-        "num_eval_pairs": len(eval_pairs),
-    })
-    atomic.write_text(os.path.join(job.output_dir, "translation_results.json"),
-                      json.dumps(results, indent=2, sort_keys=True) + "\n")
-    atomic.write_text(os.path.join(job.output_dir, "translations.tsv"), "".join(
-        "%s\t%s\t%s\n" % row for row in zip(sources_text, references, hypotheses)))
-    print("***** Translation results (%d held-out pairs) *****" % len(eval_pairs))
-    print("  %s" % model_bleu)
-    print("  copy-the-source baseline: BLEU = %.2f" % copy_bleu.score)
-    print("  held-out translation_loss = %.4f vs unigram baseline %.4f"
-          % (results["translation_loss"], results["unigram_baseline_translation_loss"]))
-    return results
+    def predict(self, trainer):
+        """The translations of the held-out sources (beam search)."""
+        job, ids, eval_features = self.job, self.ids, self.eval_features
+        network = trainer.model.encoder
+        max_length = job.max_decode_length or job.max_seq_length - 1
+        hypotheses = []
+        for start in range(0, len(self.eval_pairs), 64):
+            sources = {k: eval_features[k][start:start + 64]
+                       for k in ("input_ids", "input_mask", "segment_ids")}
+            decoded = decoding.beam_search(
+                network, sources, start_id=ids["mask"], eos_id=ids["sep"],
+                max_length=max_length, beam_size=job.beam_size,
+                length_penalty=job.length_penalty, target_language=job.target_language_id)
+            for hypothesis in decoded:
+                tokens = [t for t in hypothesis.tokens if t != ids["sep"]]
+                hypotheses.append(detokenize(self.tokenizer.convert_ids_to_tokens(tokens)))
+        return hypotheses
 
+    def finish(self, trainer, eval_results, predictions):
+        """BLEU of the translations and of copying the source; both files written."""
+        job, eval_pairs, hypotheses = self.job, self.eval_pairs, predictions
+        results = eval_results
+        references = [target for _, target in eval_pairs]
+        sources_text = [source for source, _ in eval_pairs]
+        model_bleu = bleu.corpus_bleu(hypotheses, references, tokenize=job.bleu_tokenize)
+        copy_bleu = bleu.corpus_bleu(sources_text, references, tokenize=job.bleu_tokenize)
+        results.update({
+            "bleu": model_bleu.score,
+            "bleu_precisions": model_bleu.precisions,
+            "bleu_bp": model_bleu.bp,
+            "bleu_signature": "corpus BLEU, tokenize=%s, smooth=exp, order 4, beam %d, "
+                              "length penalty %g" % (job.bleu_tokenize, job.beam_size,
+                                                     job.length_penalty),
+            "copy_source_bleu": copy_bleu.score,
+            "num_train_pairs": int(len(self.train_features["input_ids"])),
+            "num_eval_pairs": len(eval_pairs),
+        })
+        atomic.write_text(os.path.join(job.output_dir, "translation_results.json"),
+                          json.dumps(results, indent=2, sort_keys=True) + "\n")
+        atomic.write_text(os.path.join(job.output_dir, "translations.tsv"), "".join(
+            "%s\t%s\t%s\n" % row for row in zip(sources_text, references, hypotheses)))
+        print("***** Translation results (%d held-out pairs) *****" % len(eval_pairs))
+        print("  %s" % model_bleu)
+        print("  copy-the-source baseline: BLEU = %.2f" % copy_bleu.score)
+        print("  held-out translation_loss = %.4f vs unigram baseline %.4f"
+              % (results["translation_loss"], results["unigram_baseline_translation_loss"]))
+        return results
+
+
+def run(job):
+    """Fine-tunes, translates the held-out pairs, scores them; returns the results dict."""
+    return TranslationRunner(job).run()

@@ -6,9 +6,10 @@
 `PretrainingJob` holds Google's `run_pretraining.py` flags (and this
 project's) as fields; `run(job)` reads the recipe, builds the model, the
 input pipeline and the trainer, trains, evaluates, and scores every
-objective's context-free baseline on the same held-out data. Nothing here
-knows a family or an objective by name: the recipe's registered parts say
-everything.
+objective's context-free baseline on the same held-out data: the common job
+shape (`modeling.training.job.JobRunner`) with pre-training's hooks
+(`PretrainingRunner`). Nothing here knows a family or an objective by name:
+the recipe's registered parts say everything.
 
 The demo job (`demo=True`) splits the bundled corpus by documents (every
 tenth document held out, `data.corpus.split_documents`), makes the
@@ -17,31 +18,26 @@ A pipeline with bundled data of its own (`demo_data_files`, e.g. CoVe's
 parallel text) makes both parts itself (`demo_inputs_from_files`).
 """
 
-import contextlib
 import dataclasses
 import os
 import random
 from typing import List, Optional
 
 from absl import logging
-import keras
 import tensorflow as tf
 
 from data import corpus
 from data import input_pipeline
-from modeling import checkpoints
 from modeling import recipes
 from modeling import registry
 from modeling.recipes.pipelines.base import PipelineOptions
-from modeling.training import distribute
-from modeling.training import optimization
-from modeling.training import run_lock
+from modeling.training import job as job_lib
 from modeling.training import settings
-from modeling.training import validation
 from modeling.training import trainer as trainer_lib
 from modeling.training.options import option
 
-__all__ = ["DEMO_DEFAULTS", "PretrainingJob", "REPO_ROOT", "SAMPLE_DIR", "run"]
+__all__ = ["DEMO_DEFAULTS", "PretrainingJob", "PretrainingRunner", "REPO_ROOT", "SAMPLE_DIR",
+           "run"]
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAMPLE_DIR = os.path.join(REPO_ROOT, "data", "sample")
@@ -135,13 +131,6 @@ def _load_config(recipe, job, pipeline):
     return recipe.demo_config(pipeline.vocab_size())
 
 
-def _strategy(job):
-    strategy = job.get_strategy()
-    logging.info("Strategy: %s with %d replica(s)", type(strategy).__name__,
-                 strategy.num_replicas_in_sync)
-    return strategy
-
-
 def baselines(model, pipeline, train_inputs, eval_inputs, max_eval_examples,
               eval_batch_size):
     """Every objective's context-free baseline on the evaluation data."""
@@ -176,144 +165,149 @@ def report_lines(model, results):
     return lines
 
 
-def run(job):
-    """Runs `job` (train and/or evaluate); returns the evaluation results or {}."""
-    if not job.demo and not job.output_dir:
-        raise ValueError("--output_dir is required with --input_file")
-    if not job.do_train and not job.do_eval:
-        raise ValueError("At least one of `do_train` or `do_eval` must be True.")
-    validation.validate_training_values(
-        job.do_train, learning_rate=job.learning_rate, num_train_steps=job.num_train_steps,
-        num_warmup_steps=job.num_warmup_steps, train_batch_size=job.train_batch_size,
-        eval_batch_size=job.eval_batch_size,
-        save_checkpoints_steps=job.save_checkpoints_steps,
-        gradient_accumulation_steps=job.gradient_accumulation_steps,
-        max_eval_steps=job.max_eval_steps, keep_checkpoint_max=job.keep_checkpoint_max,
-        log_steps=job.log_steps, do_eval=job.do_eval)
-    if job.nan_policy not in trainer_lib.NAN_POLICIES:
-        raise ValueError("--nan_policy=%s: expected one of %s"
-                         % (job.nan_policy, ", ".join(trainer_lib.NAN_POLICIES)))
-    input_pipeline.check_data_service(job.data_service_address, job.data_service_job_name)
-    if job.seed is not None:
-        keras.utils.set_random_seed(job.seed)
-    if job.mixed_precision:
-        keras.mixed_precision.set_global_policy("mixed_" + job.mixed_precision)
+class PretrainingRunner(job_lib.JobRunner):
+    """`run`'s steps: the common job shape (`modeling.training.job`) with pre-training's hooks.
 
-    recipe = recipes.load_recipe(job.recipe)
-    logging.info("Recipe %s: %s", recipe.name, recipe.description)
-    pipeline_class = registry.pipelines.get(recipe.pipeline)
-    if job.demo:
-        _demo_vocab(pipeline_class, job)
-    pipeline = recipe.build_pipeline(PipelineOptions(
-        vocab_file=job.vocab_file, merges_file=job.merges_file,
-        do_lower_case=job.do_lower_case, max_seq_length=job.max_seq_length,
-        max_predictions_per_seq=job.max_predictions_per_seq,
-        # One seed for the whole run even when none is given, so that the
-        # evaluation and its baselines read the same (dynamically masked) batches.
-        seed=job.seed if job.seed is not None else random.SystemRandom().randrange(2 ** 31)))
-    config = _load_config(recipe, job, pipeline)
-    max_positions = getattr(config, "max_position_embeddings", None)
-    if max_positions is not None and job.max_seq_length > max_positions:
-        raise ValueError("--max_seq_length=%d exceeds max_position_embeddings=%d of the "
-                         "model config" % (job.max_seq_length, max_positions))
+    `check` reads the recipe, builds its pipeline and the model config (the
+    demo job's from the pipeline's vocabulary); `prepare` writes the config
+    and makes or checks the inputs; the updates are `num_train_steps` (not
+    epochs); `evaluate` reads the held-out inputs and scores every
+    objective's context-free baseline on them. A damaged record met while
+    reading (`DataLossError`, which names no file) is refused naming the flag
+    and files being read.
+    """
 
-    strategy = _strategy(job)
-    is_chief = distribute.is_chief(strategy)
-    # One run per output directory; what a killed run left is swept.
-    with (run_lock.OutputDirLock(job.output_dir) if is_chief
-          else contextlib.nullcontext()):
-        return _run_in_output_dir(job, recipe, pipeline, config, strategy)
+    modes = ("do_train", "do_eval")
+    #: (flag, inputs) of what is being read, for a damaged record's error.
+    reading = None
 
+    def check(self):
+        job = self.job
+        if not job.demo and not job.output_dir:
+            raise ValueError("--output_dir is required with --input_file")
+        self.check_modes()
+        self.check_training_values(
+            epochs=False, num_train_steps=job.num_train_steps,
+            num_warmup_steps=job.num_warmup_steps, train_batch_size=job.train_batch_size,
+            eval_batch_size=job.eval_batch_size,
+            gradient_accumulation_steps=job.gradient_accumulation_steps,
+            max_eval_steps=job.max_eval_steps)
+        input_pipeline.check_data_service(job.data_service_address, job.data_service_job_name)
 
-@contextlib.contextmanager
-def _naming_damaged_input(flag, inputs):
-    """TensorFlow's "corrupted record at N" names no file: say which input it was."""
-    try:
-        yield
-    except tf.errors.DataLossError as e:
-        message = (e.message or "").strip().splitlines()
-        raise ValueError(
-            "%s=%s: a record is damaged (%s); the start-up check reads data checksums only "
-            "for inputs up to 1 GiB, so find the file with "
-            "data.tfrecord_check.verify_data_checksums and write it again"
-            % (flag, inputs if isinstance(inputs, str) else ",".join(inputs),
-               message[0] if message else "bad CRC")) from None
+        self.recipe = recipe = recipes.load_recipe(job.recipe)
+        logging.info("Recipe %s: %s", recipe.name, recipe.description)
+        pipeline_class = registry.pipelines.get(recipe.pipeline)
+        if job.demo:
+            _demo_vocab(pipeline_class, job)
+        self.pipeline = recipe.build_pipeline(PipelineOptions(
+            vocab_file=job.vocab_file, merges_file=job.merges_file,
+            do_lower_case=job.do_lower_case, max_seq_length=job.max_seq_length,
+            max_predictions_per_seq=job.max_predictions_per_seq,
+            # One seed for the whole run even when none is given, so that the
+            # evaluation and its baselines read the same (dynamically masked) batches.
+            seed=job.seed if job.seed is not None else random.SystemRandom().randrange(2 ** 31)))
+        self.config = _load_config(recipe, job, self.pipeline)
+        self.check_max_seq_length(self.config)
 
+    def prepare(self):
+        job, pipeline = self.job, self.pipeline
+        logging.info("Strategy: %s with %d replica(s)", type(self.strategy).__name__,
+                     self.strategy.num_replicas_in_sync)
+        config_path = os.path.join(job.output_dir, self.recipe.family.config_file_name)
+        if not tf.io.gfile.exists(config_path):
+            self.config.to_json_file(config_path)
+        data_dir = os.path.join(job.output_dir, "data")
+        if job.demo and pipeline.demo_data_files:
+            # A pipeline with its own bundled data (e.g. parallel text) splits it itself.
+            self.train_inputs, self.eval_inputs = pipeline.demo_inputs_from_files(
+                [os.path.join(REPO_ROOT, path) for path in pipeline.demo_data_files], data_dir)
+        elif job.demo:
+            texts = list(job.demo_texts or sorted(
+                tf.io.gfile.glob(os.path.join(SAMPLE_DIR, "sample_*.txt"))))
+            train_texts, eval_texts = corpus.split_documents(texts, os.path.join(data_dir, "text"))
+            self.train_inputs, self.eval_inputs = pipeline.demo_inputs(
+                train_texts, eval_texts, data_dir)
+        else:
+            self.train_inputs = job.input_file
+            # Google evaluates on its input files.
+            self.eval_inputs = job.eval_input_file or job.input_file
+            pipeline.check_inputs(self.train_inputs)
+            if job.eval_input_file:
+                pipeline.check_inputs(self.eval_inputs)
+        # An evaluation-only run still builds the optimizer (its slots are in
+        # the checkpoint) but never steps it.
+        self.num_train_steps, self.num_warmup_steps = self.training_steps(None)
+        return None
 
-def _run_in_output_dir(job, recipe, pipeline, config, strategy):
-    output_dir = job.output_dir
-    tf.io.gfile.makedirs(output_dir)
-    config_path = os.path.join(output_dir, recipe.family.config_file_name)
-    if not tf.io.gfile.exists(config_path):
-        config.to_json_file(config_path)
+    def training_steps(self, num_examples):
+        return self.job.num_train_steps, self.job.num_warmup_steps
 
-    if job.demo and pipeline.demo_data_files:
-        # A pipeline with its own bundled data (e.g. parallel text) splits it itself.
-        train_inputs, eval_inputs = pipeline.demo_inputs_from_files(
-            [os.path.join(REPO_ROOT, path) for path in pipeline.demo_data_files],
-            os.path.join(output_dir, "data"))
-    elif job.demo:
-        texts = list(job.demo_texts or sorted(
-            tf.io.gfile.glob(os.path.join(SAMPLE_DIR, "sample_*.txt"))))
-        data_dir = os.path.join(output_dir, "data")
-        train_texts, eval_texts = corpus.split_documents(texts, os.path.join(data_dir, "text"))
-        train_inputs, eval_inputs = pipeline.demo_inputs(train_texts, eval_texts, data_dir)
-    else:
-        train_inputs = job.input_file
-        eval_inputs = job.eval_input_file or job.input_file  # Google evaluates on its input
-        pipeline.check_inputs(train_inputs)
-        if job.eval_input_file:
-            pipeline.check_inputs(eval_inputs)
+    def build_model(self):
+        return self.recipe.build_model(self.config)
 
-    def init_fn(model):
-        if job.init_checkpoint:
-            # Google TF1 checkpoints, this project's, or HF safetensors; a
-            # checkpoint without pre-training heads starts them fresh.
-            checkpoints.init_from_checkpoint(model, job.init_checkpoint,
-                                             allow_missing_heads=True)
+    def init_model(self, model):
+        # Google TF1 checkpoints, this project's, or HF safetensors.
+        self.init_pretrainer(model)
 
-    trainer = trainer_lib.Trainer(
-        strategy,
-        model_fn=lambda: recipe.build_model(config),
-        optimizer_fn=lambda: optimization.create_optimizer(
-            # An evaluation-only run still builds the optimizer (its slots
-            # are in the checkpoint) but never steps it.
-            job.learning_rate, job.num_train_steps if job.do_train else max(
-                1, job.num_train_steps), job.num_warmup_steps,
-            **job.optimizer_options()),
-        model_dir=output_dir, train_batch_size=job.train_batch_size,
-        num_train_steps=job.num_train_steps,
-        save_checkpoints_steps=job.save_checkpoints_steps, init_fn=init_fn,
-        **job.trainer_options())
-
-    if job.do_train:
-        train_input_fn = pipeline.input_fn(train_inputs, True, job.train_batch_size)
+    def train_input_fn(self):
+        job = self.job
+        input_fn = self.pipeline.input_fn(self.train_inputs, True, job.train_batch_size)
         if job.data_service_address:
             # Only training reads through the service: evaluation and the
             # baselines read the held-out files once, in order, here.
-            train_input_fn = input_pipeline.data_service_input_fn(
-                train_input_fn, job.data_service_address, job.data_service_job_name)
-        with _naming_damaged_input("--input_file", train_inputs):
-            trainer.train(train_input_fn)
-    results = {}
-    if job.do_eval:
-        with _naming_damaged_input("--eval_input_file" if job.eval_input_file
-                                   else "--input_file", eval_inputs):
-            results = trainer.evaluate(
-                pipeline.input_fn(eval_inputs, False, job.eval_batch_size), job.max_eval_steps)
+            input_fn = input_pipeline.data_service_input_fn(
+                input_fn, job.data_service_address, job.data_service_job_name)
+        self.reading = ("--input_file", self.train_inputs)
+        return input_fn
+
+    def after_training(self, trainer):
+        self.reading = None
+
+    def _run_locked(self):
+        try:
+            return super()._run_locked()
+        except tf.errors.DataLossError as e:
+            if self.reading is None:
+                raise
+            raise _damaged_input(e, *self.reading) from None
+
+    def evaluate(self, trainer):
+        job, pipeline = self.job, self.pipeline
+        self.reading = ("--eval_input_file" if job.eval_input_file else "--input_file",
+                        self.eval_inputs)
+        results = trainer.evaluate(
+            pipeline.input_fn(self.eval_inputs, False, job.eval_batch_size), job.max_eval_steps)
+        self.reading = None
         model = trainer.model
-        results.update(baselines(model, pipeline, train_inputs, eval_inputs,
-                                 job.max_eval_steps * job.eval_batch_size,
-                                 job.eval_batch_size))
+        results.update(baselines(model, pipeline, self.train_inputs, self.eval_inputs,
+                                 job.max_eval_steps * job.eval_batch_size, job.eval_batch_size))
         for objective in model.objectives:
             results.update(objective.derived_metrics(dict(results)))
         if trainer.is_chief:
-            trainer_lib.write_eval_results(results, os.path.join(output_dir, "eval_results.txt"))
-        print("***** Eval results *****")
-        for key in sorted(results):
-            print("  %s = %s" % (key, results[key]))
+            trainer_lib.write_eval_results(results,
+                                           os.path.join(job.output_dir, "eval_results.txt"))
+        job_lib.print_results(results)
         for line in report_lines(model, results):
             print(line)
-    print("Checkpoints:  %s" % os.path.abspath(output_dir))
-    print("TensorBoard:  tensorboard --logdir %s" % os.path.abspath(output_dir))
-    return results
+        return results
+
+    def finish(self, trainer, eval_results, predictions):
+        super().finish(trainer, eval_results, predictions)
+        print("TensorBoard:  tensorboard --logdir %s" % os.path.abspath(self.job.output_dir))
+        return eval_results
+
+
+def _damaged_input(error, flag, inputs):
+    """TensorFlow's "corrupted record at N" names no file: say which input it was."""
+    message = (error.message or "").strip().splitlines()
+    return ValueError(
+        "%s=%s: a record is damaged (%s); the start-up check reads data checksums only "
+        "for inputs up to 1 GiB, so find the file with "
+        "data.tfrecord_check.verify_data_checksums and write it again"
+        % (flag, inputs if isinstance(inputs, str) else ",".join(inputs),
+           message[0] if message else "bad CRC"))
+
+
+def run(job):
+    """Runs `job` (train and/or evaluate); returns the evaluation results or {}."""
+    return PretrainingRunner(job).run()

@@ -232,8 +232,13 @@ class JobRunner:
             if getattr(self.job, name) < 1:
                 raise self.error("--%s must be positive." % name)
 
-    def check_training_values(self, epochs=True):
-        """Learning rate, checkpoint and logging intervals, epochs, warm-up and the NaN policy."""
+    def check_training_values(self, epochs=True, **more):
+        """Learning rate, checkpoint and logging intervals, epochs, warm-up and the NaN policy.
+
+        `more`: further `validation.validate_training_values` arguments of the job
+        (``num_train_steps=job.num_train_steps``, batch sizes, ``max_eval_steps``),
+        checked in the same call, so the first bad flag in its order is the one named.
+        """
         job = self.job
         values = dict(learning_rate=job.learning_rate,
                       save_checkpoints_steps=job.save_checkpoints_steps,
@@ -242,6 +247,7 @@ class JobRunner:
         if epochs:
             values.update(num_train_epochs=job.num_train_epochs if self.training else None,
                           warmup_proportion=job.warmup_proportion)
+        values.update(more)
         validation.validate_training_values(self.training, **values)
         if job.nan_policy not in trainer_lib.NAN_POLICIES:
             raise self.error("--nan_policy=%s: expected one of %s"
@@ -271,6 +277,23 @@ class JobRunner:
                 % (job.max_seq_length, path, max_positions))
         return family, config
 
+    def check_max_seq_length(self, config):
+        """``--max_seq_length=N exceeds max_position_embeddings=M of the model config``
+        (for a config `load_family_config` did not read)."""
+        max_positions = getattr(config, "max_position_embeddings", None)
+        if max_positions is not None and self.job.max_seq_length > max_positions:
+            raise self.error("--max_seq_length=%d exceeds max_position_embeddings=%d of the "
+                             "model config" % (self.job.max_seq_length, max_positions))
+
+    def init_pretrainer(self, model):
+        """`init_model` of a pre-training model: from `job.init_checkpoint` with what it holds
+        of the heads (a checkpoint without pre-training heads starts them fresh); nothing
+        without one (from scratch is the usual pre-training run)."""
+        from modeling import checkpoints  # pylint: disable=import-outside-toplevel
+        if self.job.init_checkpoint:
+            checkpoints.init_from_checkpoint(model, self.job.init_checkpoint,
+                                             allow_missing_heads=True)
+
     def check_config_file(self, config_flag, path):
         """`load_family_config`'s check of the config path: ``--FLAG=PATH: no such file``.
 
@@ -279,6 +302,13 @@ class JobRunner:
         """
         if not os.path.exists(path):
             raise self.error("--%s=%s: no such file" % (config_flag, path))
+
+    def check_files(self, *names):
+        """Each named field is an existing local file (``--NAME=PATH: no such file``)."""
+        for name in names:
+            path = getattr(self.job, name)
+            if not os.path.exists(path):
+                raise self.error("--%s=%s: no such file" % (name, path))
 
     def check_vocab_matches(self, config, required=("[UNK]", "[CLS]", "[SEP]")):
         """The WordPiece vocabulary has the special tokens and the config's vocab_size."""
@@ -331,3 +361,16 @@ class JobRunner:
                              "run in --output_dir; it does not exist." % path)
         with tf.io.gfile.GFile(path) as f:
             return [line.strip() for line in f if line.strip()]
+
+    # ----- a task of a multi-task job ----------------------------------------------------
+
+    @classmethod
+    def task_of(cls, job, **shared):
+        """A runner of the single-task `job` that is one task of a multi-task job, not run
+        itself: `shared` (the family, config, tokenizer, ... the multi-task job checked
+        once) become its attributes, for the task's own checks and its data step (e.g.
+        `read_splits` / `write_splits`) to use, writing under `job.output_dir`."""
+        runner = cls(job)
+        for name, value in shared.items():
+            setattr(runner, name, value)
+        return runner
