@@ -17,7 +17,7 @@ format (`modeling.tasks.input_formats`): `PooledInputFormat` here (Google's
 ``[CLS] a [SEP] b [SEP]`` and `BertClassifier`; for multiple-choice tasks,
 ``[CLS] context [SEP] choice [SEP]`` per candidate and `BertMultipleChoice`)
 for BERT, ALBERT and every family with a pooled output, or the one a family registers (GPT's
-`<s> a $ b <e>` with the auxiliary LM loss, `modeling.tasks.gpt_classification`).
+`<s> a $ b <e>` with the auxiliary LM loss, `modeling.gpt.classification`).
 
 `run(job)` is `ClassifierRunner(job).run()`, the common job shape of
 `modeling.training.job` with the input format's hooks:
@@ -488,8 +488,13 @@ class ClassifierRunner(job_lib.JobRunner):
 
     def check_task(self):
         """The processor, task type, tokenizer, labels and metrics; no example read yet."""
-        job = self.job
-        self.processor = processor = build_processor(job, self.config.vocab_size)
+        self.processor = build_processor(self.job, self.config.vocab_size)
+        self.check_processor()
+
+    def check_processor(self):
+        """`check_task` after the processor is built: its task type, the tokenizer, its
+        labels and metrics."""
+        processor = self.processor
         self.task_type = _task_type(processor, self.error)
         self.tokenizer = None
         if getattr(processor, "needs_tokenizer", True):
@@ -505,16 +510,21 @@ class ClassifierRunner(job_lib.JobRunner):
     def prepare(self):
         # Read and convert every split that is needed before training anything:
         # bad rows and labels are reported before any time is spent.
+        job = self.job
+        train_examples = self.processor.get_train_examples(job.data_dir) if job.do_train else None
+        num_train = len(train_examples) if train_examples is not None else None
+        self.plan_training(num_train)
+        self.write_splits(train_examples)
+        return num_train
+
+    def write_splits(self, train_examples):
+        """The records: `train_examples` (None without training) to train.tf_record, then
+        the dev and test splits the modes need, read and padded to whole eval / predict
+        batches (eval.tf_record, predict.tf_record)."""
         job, processor = self.job, self.processor
-        num_train = None
         self.train_file = self.eval_file = self.predict_file = None
-        if job.do_train:
-            train_examples = processor.get_train_examples(job.data_dir)
-            num_train = len(train_examples)
-            self.plan_training(num_train)
+        if train_examples is not None:
             self.train_file = self._write_records(train_examples, "train.tf_record")
-        else:
-            self.plan_training(None)
         if job.do_eval:
             self.eval_counts, self.eval_file = self._write_padded(
                 processor.get_dev_examples, "dev", job.eval_batch_size, "eval.tf_record")
@@ -522,7 +532,6 @@ class ClassifierRunner(job_lib.JobRunner):
             self.predict_counts, self.predict_file = self._write_padded(
                 processor.get_test_examples, "test", job.predict_batch_size,
                 "predict.tf_record")
-        return num_train
 
     def plan_training(self, num_examples):
         """Called after the training split is read (None without training), before writing."""

@@ -7,14 +7,21 @@
         output_dir="/tmp/mtdnn", do_train=True, do_eval=True, num_train_steps=10000))
     result.eval_results["mrpc/eval_accuracy"]
 
-`run(job)`:
+`run(job)` is `MultitaskRunner(job).run()`, the common job shape of
+`modeling.training.job`:
 
-1. reads the task list (`data.multitask.read_task_list`: name, processor,
-   data_dir, head, weight, options per task), checks each task's settings,
-   reads its train/dev data through the project's readers (a
-   `DataProcessor` for classification, regression and ranking, the CoNLL
-   reader for tagging, the SQuAD reader for span QA) and writes its
-   TFRecords to ``output_dir/<task>/`` (atomically) before any training;
+1. checks the flags, the casing against the checkpoint's name,
+   `max_seq_length` against the config and the vocabulary, and reads the
+   task list (`data.multitask.read_task_list`: name, processor, data_dir,
+   head, weight, options per task); then, for each task, the single-task
+   job's runner of its head checks the task and reads and writes its data
+   to ``output_dir/<task>/`` (atomically) before any training: run_classifier's
+   (`classifier_job.ClassifierRunner`: the `DataProcessor`, its task type,
+   labels and metrics, Google's records) for classification, regression and
+   ranking, run_ner's (`ner_job.NerRunner`: the CoNLL splits, the label list,
+   the tagging records) for tagging, run_squad's (`squad_job.SquadRunner`:
+   the SQuAD questions and their document windows) for span QA; a dev set
+   is not padded to whole batches (each task's last dev batch is kept);
 2. trains `modeling.tasks.multitask.MultiTaskModel` (one shared encoder,
    one head per task) with the project's one trainer; every batch comes
    from one task, task t drawn with probability ``n_t^(1/T) / sum_s
@@ -28,8 +35,8 @@
    ``<task>/eval_loss``, ``<task>/eval_accuracy`` ..., the processor's extra
    metrics for classification/regression (``<task>/eval_f1``, ``_mcc``,
    ``_pearson`` ...), entity precision/recall/F1 for tagging
-   (``<task>/eval_f1``), start/end accuracy for span QA; ``eval_loss`` is
-   the weighted total.
+   (``<task>/eval_f1``), exact match and F1 for span QA (answers decoded by
+   its `SquadRunner`); ``eval_loss`` is the weighted total.
 
 The checkpoints in ``output_dir`` hold the shared encoder under the same
 variable paths as a single-task model's, so ``--init_checkpoint=output_dir``
@@ -42,12 +49,12 @@ with a one-line message naming the flag, the task list entry and field, or
 the data file and line. Registered as ``registry.tasks.get("multitask")``.
 """
 
+import contextlib
 import dataclasses
 import os
 from typing import Optional
 
 from absl import logging
-import numpy as np
 import tensorflow as tf
 
 from data import atomic
@@ -56,7 +63,6 @@ from data import processors as processors_lib
 from data import squad as squad_lib
 from data import tokenization
 from data.processors import conll
-from modeling import checkpoints
 from modeling import registry
 from modeling.tasks import FineTuningTask
 from modeling.tasks import classification as classifier_lib
@@ -64,13 +70,15 @@ from modeling.tasks import classifier_job
 from modeling.tasks import multitask as model_lib
 from modeling.tasks import ner_job
 from modeling.tasks import seqeval
+from modeling.tasks import squad_job
+from modeling.training import job as job_lib
 from modeling.training import optimization
 from modeling.training import settings
 from modeling.training import trainer as trainer_lib
-from modeling.training import validation
 from modeling.training.options import option
 
-__all__ = ["MultitaskJob", "MultitaskJobError", "MultitaskResult", "prepare_tasks", "run"]
+__all__ = ["MultitaskJob", "MultitaskJobError", "MultitaskResult", "MultitaskRunner",
+           "prepare_tasks", "run"]
 
 
 class MultitaskJobError(ValueError):
@@ -172,6 +180,7 @@ class PreparedTask:
     dev_sentences: Optional[list] = None   # tagging: for entity F1
     dev_features: Optional[list] = None    # tagging, span QA: the dev features
     dev_examples: Optional[list] = None    # span QA: for decoding and EM/F1
+    runner: object = None                  # its single-task runner (its data step)
 
     @property
     def name(self):
@@ -199,68 +208,21 @@ class PreparedTask:
 # ------------------------------------------------------------------ checks
 
 
-def _check_job(job):
-    if not (job.do_train or job.do_eval):
-        raise MultitaskJobError("At least one of `do_train` or `do_eval` must be True.")
-    for name in ("task_list_file", "bert_config_file", "vocab_file", "output_dir"):
-        if not getattr(job, name):
-            raise MultitaskJobError("--%s is required." % name)
-    if not job.sampling_temperature > 0:
-        raise MultitaskJobError("--sampling_temperature=%s: expected a positive number "
-                                "(1: proportional to task size; larger: closer to uniform)"
-                                % job.sampling_temperature)
-    if job.num_train_steps is not None and job.num_train_steps < 1 and job.do_train:
-        raise MultitaskJobError("--num_train_steps=%d: expected a positive number of updates"
-                                % job.num_train_steps)
-    for name in ("train_batch_size", "eval_batch_size", "gradient_accumulation_steps"):
-        if getattr(job, name) < 1:
-            raise MultitaskJobError("--%s must be positive." % name)
-    try:
-        tokenization.validate_case_matches_checkpoint(job.do_lower_case, job.init_checkpoint)
-    except ValueError as e:
-        raise MultitaskJobError(str(e)) from e
-    try:
-        family = registry.families.get(job.model_family)
-    except registry.RegistryError as e:
-        raise MultitaskJobError("--model_family: %s" % e) from e
-    if not family.has_pooler:
-        raise MultitaskJobError("--model_family=%s: its encoder has no pooled output; the "
-                                "classification, regression and ranking heads need one "
-                                "(e.g. bert, albert)" % job.model_family)
-    if not os.path.exists(job.bert_config_file):
-        raise MultitaskJobError("--bert_config_file=%s: no such file" % job.bert_config_file)
-    config = family.load_config(job.bert_config_file)
-    max_positions = getattr(config, "max_position_embeddings", None)
-    if max_positions is not None and job.max_seq_length > max_positions:
-        raise MultitaskJobError(
-            "Cannot use sequence length %d because the BERT model (%s) was only trained up "
-            "to sequence length %d (max_position_embeddings)."
-            % (job.max_seq_length, job.bert_config_file, max_positions))
-    if job.nan_policy not in trainer_lib.NAN_POLICIES:
-        raise MultitaskJobError("--nan_policy=%s: expected one of %s"
-                                % (job.nan_policy, ", ".join(trainer_lib.NAN_POLICIES)))
-    validation.validate_training_values(
-        job.do_train, learning_rate=job.learning_rate,
-        save_checkpoints_steps=job.save_checkpoints_steps,
-        keep_checkpoint_max=job.keep_checkpoint_max, log_steps=job.log_steps,
-        num_train_epochs=(job.num_train_epochs if job.do_train and job.num_train_steps is None
-                          else None),
-        warmup_proportion=job.warmup_proportion, do_eval=job.do_eval)
-    if not os.path.exists(job.vocab_file):
-        raise MultitaskJobError("--vocab_file=%s: no such file" % job.vocab_file)
-    vocab = tokenization.load_vocab(job.vocab_file)
-    tokenization.check_vocab_special_tokens(vocab, job.vocab_file,
-                                            required=("[UNK]", "[CLS]", "[SEP]"))
-    if len(vocab) != config.vocab_size:
-        raise MultitaskJobError(
-            "The vocabulary %s has %d tokens but the BERT config %s says vocab_size=%d; "
-            "use the vocab.txt that belongs to the model."
-            % (job.vocab_file, len(vocab), job.bert_config_file, config.vocab_size))
-    return family, config, tokenization.FullTokenizer(job.vocab_file, job.do_lower_case)
-
-
 def _fail(spec, field, message):
     return MultitaskJobError("%s: field %r: %s" % (spec.where, field, message))
+
+
+@contextlib.contextmanager
+def _errors_of(spec, field=None):
+    """A task's data errors (its runner's, its readers') as one line naming the entry;
+    the runner's own (`ClassifierJobError`) also naming `field`, if given."""
+    try:
+        yield
+    except (processors_lib.DataError, squad_lib.SquadDataError) as e:
+        raise MultitaskJobError("%s: %s" % (spec.where, e)) from None
+    except classifier_job.ClassifierJobError as e:
+        raise (_fail(spec, field, str(e)) if field else
+               MultitaskJobError("%s: %s" % (spec.where, e))) from None
 
 
 def _check_options(spec):
@@ -269,39 +231,6 @@ def _check_options(spec):
         if key not in allowed:
             raise _fail(spec, "options", "%r is not an option of a %s task; its options: %s"
                         % (key, spec.head, ", ".join(allowed)))
-
-
-def _processor(spec, vocab_size):
-    """The DataProcessor of a classification/regression/ranking entry, configured."""
-    options = dict(spec.options)
-    is_spec = ":" in spec.processor
-    if spec.head == data_lib.RANKING and not is_spec:
-        if spec.processor.lower() != "multiple_choice":
-            raise _fail(spec, "processor", "%r: a ranking task reads the multiple-choice "
-                        "JSON lines (processor \"multiple_choice\", or your own "
-                        "file.py:Class subclassing MultipleChoiceProcessor)" % spec.processor)
-    if spec.head in (data_lib.CLASSIFICATION, data_lib.REGRESSION):
-        options.setdefault("task_type", spec.head)
-    job = classifier_job.ClassifierJob(
-        task_name=None if is_spec else spec.processor, processor=spec.processor if is_spec
-        else None, data_dir=spec.data_dir, **options)
-    try:
-        processor = classifier_job.build_processor(job, vocab_size)
-    except (processors_lib.ProcessorError, processors_lib.DataError, TypeError) as e:
-        raise _fail(spec, "processor", str(e)) from None
-    is_choice = getattr(processor, "is_multiple_choice", False)
-    if spec.head == data_lib.RANKING and not is_choice:
-        raise _fail(spec, "processor", "%s is not a multiple-choice processor; a ranking "
-                    "task needs one" % type(processor).__name__)
-    if spec.head != data_lib.RANKING:
-        if is_choice:
-            raise _fail(spec, "head", "%r with the multiple-choice processor: use head "
-                        "\"ranking\"" % spec.head)
-        task_type = getattr(processor, "task_type", processors_lib.CLASSIFICATION)
-        if task_type != spec.head:
-            raise _fail(spec, "head", "%r, but the processor %s is a %s task"
-                        % (spec.head, type(processor).__name__, task_type))
-    return processor
 
 
 def _data_path(spec, option, default):
@@ -314,165 +243,6 @@ def _int_option(spec, key, default, minimum):
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise _fail(spec, "options", "%s=%r: expected an integer >= %d" % (key, value, minimum))
     return value
-
-
-def _read_label_list(path, spec):
-    if not tf.io.gfile.exists(path):
-        raise _fail(spec, "head", "without --do_train the tags come from %s, written by a "
-                    "training run in --output_dir; it does not exist" % path)
-    with tf.io.gfile.GFile(path) as f:
-        return [line.strip() for line in f if line.strip()]
-
-
-def prepare_tasks(job, specs, tokenizer, vocab_size):
-    """Reads and writes every task's data (train and/or dev); returns `PreparedTask`s.
-
-    Everything is read and converted before any training, so a bad row of
-    the last task is reported before time is spent on the first.
-    """
-    prepared = []
-    for task_id, spec in enumerate(specs):
-        _check_options(spec)
-        task = PreparedTask(spec=spec, task_id=task_id)
-        directory = os.path.join(job.output_dir, spec.name)
-        tf.io.gfile.makedirs(directory)
-        train_path = os.path.join(directory, "train.tf_record")
-        dev_path = os.path.join(directory, "eval.tf_record")
-        try:
-            if spec.head in (data_lib.CLASSIFICATION, data_lib.REGRESSION, data_lib.RANKING):
-                _prepare_processor_task(job, task, tokenizer, vocab_size, train_path,
-                                        dev_path)
-            elif spec.head == data_lib.TAGGING:
-                _prepare_tagging_task(job, task, tokenizer, directory, train_path, dev_path)
-            else:
-                _prepare_span_task(job, task, tokenizer, train_path, dev_path)
-        except (processors_lib.DataError, squad_lib.SquadDataError) as e:
-            raise MultitaskJobError("%s: %s" % (spec.where, e)) from None
-        except classifier_job.ClassifierJobError as e:
-            raise MultitaskJobError("%s: field 'processor': %s" % (spec.where, e)) from None
-        if job.do_train and task.num_train < 1:
-            raise _fail(spec, "data_dir", "%s has no training examples" % spec.data_dir)
-        prepared.append(task)
-    return prepared
-
-
-def _prepare_processor_task(job, task, tokenizer, vocab_size, train_path, dev_path):
-    spec, seq = task.spec, job.max_seq_length
-    processor = _processor(spec, vocab_size)
-    if spec.head == data_lib.RANKING:
-        def write(examples, path):
-            if not examples:
-                raise _fail(spec, "data_dir", "%s has no examples for %s"
-                            % (spec.data_dir, os.path.basename(path)))
-            return data_lib.write_ranking_records(examples, seq, tokenizer, path)
-
-        if job.do_train:
-            examples = processor.get_train_examples(spec.data_dir)
-            task.num_choices = write(examples, train_path)
-            task.num_train, task.train_file = len(examples), train_path
-        if job.do_eval:
-            task.num_choices = write(processor.get_dev_examples(spec.data_dir), dev_path)
-            task.dev_file = dev_path
-        task.num_choices = task.num_choices or processor.num_choices
-        task.eval_metrics = ("accuracy",)
-        task.spec_fn = lambda s, _, c=task: data_lib.ranking_feature_spec(s, c.num_choices)
-        return
-    # pylint: disable-next=protected-access
-    label_list, num_labels, eval_metrics = classifier_job.labels_and_metrics(processor,
-                                                                              spec.head)
-    task.label_list, task.eval_metrics = label_list, eval_metrics
-    task.num_labels = num_labels if spec.head == data_lib.CLASSIFICATION else None
-    needs_tokenizer = getattr(processor, "needs_tokenizer", True)
-    if job.do_train:
-        examples = processor.get_train_examples(spec.data_dir)
-        processors_lib.file_based_convert_examples_to_features(
-            examples, label_list, seq, tokenizer if needs_tokenizer else None, train_path,
-            spec.head)
-        task.num_train, task.train_file = len(examples), train_path
-    if job.do_eval:
-        examples = processor.get_dev_examples(spec.data_dir)
-        if not examples:
-            raise _fail(spec, "data_dir", "the dev set in %s has no examples" % spec.data_dir)
-        processors_lib.file_based_convert_examples_to_features(
-            examples, label_list, seq, tokenizer if needs_tokenizer else None, dev_path,
-            spec.head)
-        task.dev_file = dev_path
-    task.spec_fn = lambda s, _, h=spec.head: processors_lib.classifier_feature_spec(s, h)
-
-
-def _prepare_tagging_task(job, task, tokenizer, directory, train_path, dev_path):
-    spec, seq = task.spec, job.max_seq_length
-    if spec.processor.lower() not in TAGGING_PROCESSORS:
-        raise _fail(spec, "processor", "%r: a tagging task reads CoNLL files (processor "
-                    "\"ner\")" % spec.processor)
-    scheme = spec.options.get("tagging_scheme", "bio")
-    if scheme not in conll.SCHEMES:
-        raise _fail(spec, "options", "tagging_scheme=%r: expected one of %s"
-                    % (scheme, ", ".join(conll.SCHEMES)))
-    label_path = os.path.join(directory, ner_job.LABEL_LIST_FILE)
-
-    def read(option, default, set_type):
-        path = _data_path(spec, option, default)
-        sentences = conll.read_conll(path, scheme, set_type)
-        if not sentences:
-            raise _fail(spec, "data_dir", "%s has no sentences" % path)
-        return sentences
-
-    if job.do_train:
-        train = read("train_file", "train.txt", "train")
-        task.label_list = conll.label_list_from(train)
-        atomic.write_text(label_path, "".join(label + "\n" for label in task.label_list))
-        conll.write_tagging_records(train, task.label_list, seq, tokenizer, train_path)
-        task.num_train, task.train_file = len(train), train_path
-    else:
-        task.label_list = _read_label_list(label_path, spec)
-    task.num_labels = len(task.label_list)
-    if job.do_eval:
-        dev = read("dev_file", "dev.txt", "dev")
-        conll.check_tags(dev, scheme)
-        task.dev_features = conll.write_tagging_records(dev, task.label_list, seq, tokenizer,
-                                                        dev_path)
-        task.dev_sentences, task.dev_file = dev, dev_path
-    task.eval_metrics = ("accuracy", "f1")
-    task.spec_fn = lambda s, _: conll.tagging_feature_spec(s)
-
-
-def _prepare_span_task(job, task, tokenizer, train_path, dev_path):
-    spec, seq = task.spec, job.max_seq_length
-    if spec.processor.lower() not in SPAN_QA_PROCESSORS:
-        raise _fail(spec, "processor", "%r: a span_qa task reads SQuAD JSON (processor "
-                    "\"squad\")" % spec.processor)
-    doc_stride = _int_option(spec, "doc_stride", 128, 1)
-    max_query_length = _int_option(spec, "max_query_length", 64, 1)
-    if seq < max_query_length + 4:
-        raise _fail(spec, "options", "max_query_length=%d leaves no room for the document "
-                    "in --max_seq_length=%d" % (max_query_length, seq))
-    negatives = bool(spec.options.get("version_2_with_negative", False))
-
-    for key, minimum in (("n_best_size", 1), ("max_answer_length", 1)):
-        _int_option(spec, key, 20 if key == "n_best_size" else 30, minimum)
-    threshold = spec.options.get("null_score_diff_threshold", 0.0)
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
-        raise _fail(spec, "options", "null_score_diff_threshold=%r: expected a number"
-                    % (threshold,))
-
-    def write(option, default, path, is_training):
-        examples = squad_lib.read_squad_examples(_data_path(spec, option, default),
-                                                 is_training, negatives)
-        features = squad_lib.convert_examples_to_features(
-            examples, tokenizer, seq, doc_stride, max_query_length, is_training)
-        squad_lib.write_features(features, path, is_training)
-        return examples, features
-
-    if job.do_train:
-        _, features = write("train_file", "train.json", train_path, True)
-        task.num_train, task.train_file = len(features), train_path
-    if job.do_eval:
-        # Evaluated as run_squad.py does: windows predicted, answers decoded,
-        # exact match and F1 against every gold answer.
-        task.dev_examples, task.dev_features = write("dev_file", "dev.json", dev_path, False)
-        task.dev_file = dev_path
-    task.spec_fn = squad_lib.feature_spec
 
 
 # --------------------------------------------------------------- optimizer
@@ -531,165 +301,383 @@ def eval_input_fn(tasks, seq, batch_size):
 # --------------------------------------------------------------------- run
 
 
-def run(job):
-    """Runs `job` (multi-task training and/or per-task evaluation); returns a `MultitaskResult`."""
-    family, config, tokenizer = _check_job(job)
-    try:
-        specs = data_lib.read_task_list(job.task_list_file)
-    except data_lib.TaskListError as e:
-        raise MultitaskJobError(str(e)) from None
-    strategy = settings.start_run(job)
-    with settings.output_dir_lock(job, strategy):
-        tf.io.gfile.makedirs(job.output_dir)
-        tasks = prepare_tasks(job, specs, tokenizer, config.vocab_size)
-        return _run(job, family, config, tasks, strategy)
+def prepare_tasks(job, specs, tokenizer, vocab_size):
+    """Reads and writes every task's data (train and/or dev); returns `PreparedTask`s.
+
+    `MultitaskRunner.prepare_tasks` for `job`, its family and config read from
+    `job.model_family` and `job.bert_config_file` (`vocab_size` is the
+    config's), `tokenizer` shared by the tasks.
+    """
+    del vocab_size  # the config's
+    runner = MultitaskRunner(job)
+    runner.family, runner.config = runner.load_family_config()
+    runner.tokenizer = tokenizer
+    return runner.prepare_tasks(specs)
 
 
-def _run(job, family, config, tasks, strategy):
-    output_dir, seq = job.output_dir, job.max_seq_length
-    probabilities = [1.0 / len(tasks)] * len(tasks)
-    num_train_steps = num_warmup_steps = 0
-    if job.do_train:
-        sizes = [task.num_train for task in tasks]
-        probabilities = data_lib.sampling_probabilities(sizes, job.sampling_temperature)
+class MultitaskRunner(job_lib.JobRunner):
+    """`run`'s steps: the common job shape (`modeling.training.job`); each task's data through
+    the single-task runner of its head (`prepare_tasks`), one trainer for all tasks."""
+
+    error = MultitaskJobError
+    modes = ("do_train", "do_eval")
+
+    # ----- checks ------------------------------------------------------------------------
+
+    def check(self):
+        job = self.job
+        self.check_modes()
+        self.check_required("task_list_file", "bert_config_file", "vocab_file", "output_dir")
+        if not job.sampling_temperature > 0:
+            raise MultitaskJobError("--sampling_temperature=%s: expected a positive number "
+                                    "(1: proportional to task size; larger: closer to uniform)"
+                                    % job.sampling_temperature)
+        if job.num_train_steps is not None and job.num_train_steps < 1 and job.do_train:
+            raise MultitaskJobError("--num_train_steps=%d: expected a positive number of "
+                                    "updates" % job.num_train_steps)
+        self.check_positive("train_batch_size", "eval_batch_size", "gradient_accumulation_steps")
+        try:
+            tokenization.validate_case_matches_checkpoint(job.do_lower_case, job.init_checkpoint)
+        except ValueError as e:
+            raise MultitaskJobError(str(e)) from e
+        self.family, self.config = self.load_family_config()
+        # --num_train_steps leaves the epochs unused (not the warm-up).
+        self.check_training_values(epochs=job.num_train_steps is None,
+                                   warmup_proportion=job.warmup_proportion)
+        self.check_files("vocab_file")
+        self.check_vocab_matches(self.config)
+        self.tokenizer = tokenization.FullTokenizer(job.vocab_file, job.do_lower_case)
+        try:
+            self.specs = data_lib.read_task_list(job.task_list_file)
+        except data_lib.TaskListError as e:
+            raise MultitaskJobError(str(e)) from None
+
+    def check_family(self, family):
+        if not family.has_pooler:
+            raise MultitaskJobError("--model_family=%s: its encoder has no pooled output; the "
+                                    "classification, regression and ranking heads need one "
+                                    "(e.g. bert, albert)" % self.job.model_family)
+
+    # ----- the tasks' data ---------------------------------------------------------------
+
+    def prepare(self):
+        job = self.job
+        self.tasks = self.prepare_tasks(self.specs)
+        self.probabilities = [1.0 / len(self.tasks)] * len(self.tasks)
+        if not self.training:
+            return None
+        sizes = [task.num_train for task in self.tasks]
+        self.probabilities = data_lib.sampling_probabilities(sizes, job.sampling_temperature)
+        self.training_steps(sum(sizes))  # refused before task_sampling.txt is written
+        for task, p in zip(self.tasks, self.probabilities):
+            logging.info("Task %s (%s): %d training examples, sampled with p=%.4f",
+                         task.name, task.head, task.num_train, p)
+        atomic.write_text(os.path.join(job.output_dir, "task_sampling.txt"), "".join(
+            "%s\t%s\t%d\t%.6f\n" % (t.name, t.head, t.num_train, p)
+            for t, p in zip(self.tasks, self.probabilities)))
+        return sum(sizes)
+
+    def prepare_tasks(self, specs):
+        """Every task checked, read and written by its single-task runner (`PreparedTask`s).
+
+        Everything is read and converted before any training, so a bad row of
+        the last task is reported before time is spent on the first.
+        """
+        job = self.job
+        prepared = []
+        for task_id, spec in enumerate(specs):
+            _check_options(spec)
+            task = PreparedTask(spec=spec, task_id=task_id)
+            directory = os.path.join(job.output_dir, spec.name)
+            tf.io.gfile.makedirs(directory)
+            if spec.head == data_lib.TAGGING:
+                self._prepare_tagging_task(task, directory)
+            elif spec.head == data_lib.SPAN_QA:
+                self._prepare_span_task(task, directory)
+            else:
+                self._prepare_processor_task(task, directory)
+            if job.do_train:
+                task.train_file = os.path.join(directory, "train.tf_record")
+            if job.do_eval:
+                task.dev_file = os.path.join(directory, "eval.tf_record")
+            if job.do_train and task.num_train < 1:
+                raise _fail(spec, "data_dir", "%s has no training examples" % spec.data_dir)
+            prepared.append(task)
+        return prepared
+
+    def _classifier_part(self, spec, directory):
+        """run_classifier's runner of a classification/regression/ranking entry: its
+        processor built, the head checked against it, then the runner's checks of the
+        processor (task type, labels, metrics); Google's packing for every family
+        (`PooledInputFormat`)."""
+        job = self.job
+        options = dict(spec.options)
+        is_spec = ":" in spec.processor
+        if spec.head == data_lib.RANKING and not is_spec:
+            if spec.processor.lower() != "multiple_choice":
+                raise _fail(spec, "processor", "%r: a ranking task reads the multiple-choice "
+                            "JSON lines (processor \"multiple_choice\", or your own "
+                            "file.py:Class subclassing MultipleChoiceProcessor)" % spec.processor)
+        if spec.head in (data_lib.CLASSIFICATION, data_lib.REGRESSION):
+            options.setdefault("task_type", spec.head)
+        part_job = classifier_job.ClassifierJob(
+            task_name=None if is_spec else spec.processor,
+            processor=spec.processor if is_spec else None, data_dir=spec.data_dir,
+            output_dir=directory, bert_config_file=job.bert_config_file,
+            vocab_file=job.vocab_file, do_lower_case=job.do_lower_case,
+            model_family=job.model_family, max_seq_length=job.max_seq_length,
+            do_train=job.do_train, do_eval=job.do_eval,
+            eval_batch_size=1,  # no padding: the multi-task evaluation keeps a partial batch
+            **options)
+        part = classifier_job.ClassifierRunner.task_of(
+            part_job, family=self.family, config=self.config,
+            input_format=classifier_job.PooledInputFormat(part_job, self.config, self.family))
+        try:
+            part.processor = processor = classifier_job.build_processor(
+                part_job, self.config.vocab_size)
+        except (processors_lib.ProcessorError, processors_lib.DataError, TypeError) as e:
+            raise _fail(spec, "processor", str(e)) from None
+        is_choice = getattr(processor, "is_multiple_choice", False)
+        if spec.head == data_lib.RANKING and not is_choice:
+            raise _fail(spec, "processor", "%s is not a multiple-choice processor; a ranking "
+                        "task needs one" % type(processor).__name__)
+        if spec.head != data_lib.RANKING:
+            if is_choice:
+                raise _fail(spec, "head", "%r with the multiple-choice processor: use head "
+                            "\"ranking\"" % spec.head)
+            task_type = getattr(processor, "task_type", processors_lib.CLASSIFICATION)
+            if task_type != spec.head:
+                raise _fail(spec, "head", "%r, but the processor %s is a %s task"
+                            % (spec.head, type(processor).__name__, task_type))
+        with _errors_of(spec, "processor"):
+            part.check_processor()
+        return part
+
+    def _prepare_processor_task(self, task, directory):
+        job, spec = self.job, task.spec
+        task.runner = part = self._classifier_part(spec, directory)
+        processor = part.processor
+        if spec.head == data_lib.RANKING:
+            self._prepare_ranking_task(task, processor, directory)
+            return
+        task.label_list, task.eval_metrics = part.label_list, part.eval_metrics
+        task.num_labels = part.num_labels if spec.head == data_lib.CLASSIFICATION else None
+        with _errors_of(spec, "data_dir"):
+            train = processor.get_train_examples(spec.data_dir) if job.do_train else None
+            part.write_splits(train)
+        task.num_train = len(train or ())
+        task.spec_fn = lambda s, _, h=spec.head: processors_lib.classifier_feature_spec(s, h)
+
+    def _prepare_ranking_task(self, task, processor, directory):
+        """One record per query of its C candidates (`data.multitask.write_ranking_records`)."""
+        job, spec = self.job, task.spec
+
+        def write(examples, name):
+            if not examples:
+                raise _fail(spec, "data_dir", "%s has no examples for %s"
+                            % (spec.data_dir, name))
+            return data_lib.write_ranking_records(examples, job.max_seq_length, self.tokenizer,
+                                                  os.path.join(directory, name))
+
+        with _errors_of(spec, "data_dir"):
+            if job.do_train:
+                examples = processor.get_train_examples(spec.data_dir)
+                task.num_choices = write(examples, "train.tf_record")
+                task.num_train = len(examples)
+            if job.do_eval:
+                task.num_choices = write(processor.get_dev_examples(spec.data_dir),
+                                         "eval.tf_record")
+        task.num_choices = task.num_choices or processor.num_choices
+        task.eval_metrics = ("accuracy",)
+        task.spec_fn = lambda s, _, c=task: data_lib.ranking_feature_spec(s, c.num_choices)
+
+    def _prepare_tagging_task(self, task, directory):
+        """run_ner's runner reads the CoNLL splits and writes the label list and records."""
+        job, spec = self.job, task.spec
+        if spec.processor.lower() not in TAGGING_PROCESSORS:
+            raise _fail(spec, "processor", "%r: a tagging task reads CoNLL files (processor "
+                        "\"ner\")" % spec.processor)
+        scheme = spec.options.get("tagging_scheme", "bio")
+        if scheme not in conll.SCHEMES:
+            raise _fail(spec, "options", "tagging_scheme=%r: expected one of %s"
+                        % (scheme, ", ".join(conll.SCHEMES)))
+        task.runner = part = ner_job.NerRunner.task_of(ner_job.NerJob(
+            data_dir=spec.data_dir, train_file=_data_path(spec, "train_file", "train.txt"),
+            dev_file=_data_path(spec, "dev_file", "dev.txt"), tagging_scheme=scheme,
+            output_dir=directory, max_seq_length=job.max_seq_length, do_train=job.do_train,
+            do_eval=job.do_eval, eval_batch_size=1), tokenizer=self.tokenizer)
+        with _errors_of(spec):
+            part.read_splits()
+            part.write_splits()
+        task.label_list, task.num_labels = part.label_list, len(part.label_list)
+        task.num_train = len(part.train or ())
+        task.dev_sentences, task.dev_features = part.dev, part.dev_features
+        task.eval_metrics = ("accuracy", "f1")
+        task.spec_fn = lambda s, _: conll.tagging_feature_spec(s)
+
+    def _prepare_span_task(self, task, directory):
+        """run_squad's runner reads the questions and writes their document windows."""
+        job, spec = self.job, task.spec
+        if spec.processor.lower() not in SPAN_QA_PROCESSORS:
+            raise _fail(spec, "processor", "%r: a span_qa task reads SQuAD JSON (processor "
+                        "\"squad\")" % spec.processor)
+        doc_stride = _int_option(spec, "doc_stride", 128, 1)
+        max_query_length = _int_option(spec, "max_query_length", 64, 1)
+        if job.max_seq_length < max_query_length + 4:
+            raise _fail(spec, "options", "max_query_length=%d leaves no room for the document "
+                        "in --max_seq_length=%d" % (max_query_length, job.max_seq_length))
+        n_best_size = _int_option(spec, "n_best_size", 20, 1)
+        max_answer_length = _int_option(spec, "max_answer_length", 30, 1)
+        threshold = spec.options.get("null_score_diff_threshold", 0.0)
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
+            raise _fail(spec, "options", "null_score_diff_threshold=%r: expected a number"
+                        % (threshold,))
+        # Evaluated as run_squad.py does: windows predicted, answers decoded,
+        # exact match and F1 against every gold answer.
+        task.runner = part = squad_job.SquadRunner.task_of(squad_job.SquadJob(
+            train_file=_data_path(spec, "train_file", "train.json"),
+            predict_file=_data_path(spec, "dev_file", "dev.json"), output_dir=directory,
+            do_lower_case=job.do_lower_case, max_seq_length=job.max_seq_length,
+            doc_stride=doc_stride, max_query_length=max_query_length, do_train=job.do_train,
+            do_predict=job.do_eval, n_best_size=n_best_size,
+            max_answer_length=max_answer_length,
+            version_2_with_negative=bool(spec.options.get("version_2_with_negative", False)),
+            null_score_diff_threshold=float(threshold)), tokenizer=self.tokenizer)
+        with _errors_of(spec):
+            part.read_splits()
+            part.write_splits()
+        task.num_train = len(part.train_features or ())
+        task.dev_examples, task.dev_features = part.predict_examples, part.predict_features
+        task.spec_fn = squad_lib.feature_spec
+
+    # ----- training ----------------------------------------------------------------------
+
+    def training_steps(self, num_examples):
+        """--num_train_steps, else --num_train_epochs passes over every task's batches
+        (a ranking batch: train_batch_size // C queries); a run of no update is refused."""
+        job = self.job
         if job.num_train_steps:
             num_train_steps = int(job.num_train_steps)
         else:
-            per_update = job.gradient_accumulation_steps
             batches = sum(task.num_train / task.batch_size(job.train_batch_size)
-                          for task in tasks)
-            num_train_steps = int(batches * job.num_train_epochs / per_update)
+                          for task in self.tasks)
+            num_train_steps = int(batches * job.num_train_epochs / job.gradient_accumulation_steps)
             if num_train_steps < 1:
                 raise MultitaskJobError(
                     "%d training examples, --train_batch_size=%d and --num_train_epochs=%s "
-                    "make no training step." % (sum(sizes), job.train_batch_size,
+                    "make no training step." % (num_examples, job.train_batch_size,
                                                 job.num_train_epochs))
-        num_warmup_steps = int(num_train_steps * job.warmup_proportion)
-        for task, p in zip(tasks, probabilities):
-            logging.info("Task %s (%s): %d training examples, sampled with p=%.4f",
-                         task.name, task.head, task.num_train, p)
-        atomic.write_text(os.path.join(output_dir, "task_sampling.txt"), "".join(
-            "%s\t%s\t%d\t%.6f\n" % (t.name, t.head, t.num_train, p)
-            for t, p in zip(tasks, probabilities)))
+        return num_train_steps, int(num_train_steps * job.warmup_proportion)
 
-    model_tasks = [task.model_task() for task in tasks]
+    def build_model(self):
+        return model_lib.MultiTaskModel.from_config_object(
+            self.config, [task.model_task() for task in self.tasks], family=self.family)
 
-    def model_fn():
-        return model_lib.MultiTaskModel.from_config_object(config, model_tasks, family=family)
+    def build_trainer(self, **overrides):
+        """`JobRunner.build_trainer` with `create_optimizer` (idle heads kept as they are)."""
+        num_train_steps, num_warmup_steps = self.num_train_steps, self.num_warmup_steps
+        overrides.setdefault("optimizer_fn", lambda: create_optimizer(
+            self.job, num_train_steps, num_warmup_steps))
+        return super().build_trainer(**overrides)
 
-    def init_fn(model):
-        if job.init_checkpoint:
-            checkpoints.init_from_checkpoint(model, job.init_checkpoint)
-        else:
-            logging.warning("No --init_checkpoint: the encoder starts from random weights.")
+    def train_input_fn(self):
+        job = self.job
+        return train_input_fn(self.tasks, self.probabilities, job.max_seq_length,
+                              job.train_batch_size, seed=job.seed)
 
-    trainer = trainer_lib.Trainer(
-        strategy, model_fn=model_fn,
-        optimizer_fn=lambda: create_optimizer(job, num_train_steps, num_warmup_steps),
-        model_dir=output_dir, train_batch_size=job.train_batch_size,
-        num_train_steps=num_train_steps, save_checkpoints_steps=job.save_checkpoints_steps,
-        init_fn=init_fn, **job.trainer_options())
+    # ----- evaluation --------------------------------------------------------------------
 
-    if job.do_train:
-        trainer.train(train_input_fn(tasks, probabilities, seq, job.train_batch_size,
-                                     seed=job.seed))
-    else:
-        trainer.restore_or_initialize()
+    def _dev_input(self, task):
+        job = self.job
+        return lambda ctx: _task_input(task, job.max_seq_length, job.eval_batch_size, False,
+                                       None, ctx)
 
-    result = MultitaskResult(eval_results={}, tasks=tasks, probabilities=probabilities,
-                             num_train_steps=num_train_steps, output_dir=output_dir,
-                             model=trainer.model)
-    if job.do_eval:
-        result.eval_results = _evaluate(job, trainer, tasks)
-    print("Checkpoints:  %s" % os.path.abspath(output_dir))
-    print("TensorBoard:  tensorboard --logdir %s" % os.path.abspath(output_dir))
-    return result
+    def evaluate(self, trainer):
+        job, tasks = self.job, self.tasks
+        # Span QA dev windows carry no targets (a question may have several
+        # answers): those tasks are decoded and scored below instead.
+        scored = [task for task in tasks if task.head != data_lib.SPAN_QA]
+        results = {"global_step": trainer.current_step()}
+        if scored:
+            raw = trainer.evaluate(eval_input_fn(scored, job.max_seq_length, job.eval_batch_size),
+                                   max_steps=None, restore=False)
+            results = {"global_step": raw.pop("global_step"), "eval_loss": raw.pop("loss")}
+            names = {task.name for task in scored}
+            for key, value in raw.items():
+                name, _, metric = key.partition("/")
+                if name in names:
+                    results["%s/eval_%s" % (name, metric)] = value
+        extra = {}
+        for task in tasks:
+            for metric, value in self._task_scores(trainer, task).items():
+                extra["%s/eval_%s" % (task.name, metric)] = float(value)
+        results.update(extra)
+        if trainer.is_chief:
+            if extra:
+                # pylint: disable-next=protected-access
+                classifier_job._write_summaries(
+                    job.output_dir, results["global_step"],
+                    {name.replace("/eval_", "/"): value for name, value in extra.items()})
+            trainer_lib.write_eval_results(results, os.path.join(job.output_dir,
+                                                                 "eval_results.txt"))
+        job_lib.print_results(results)
+        return results
 
-
-def _evaluate_span_task(job, trainer, task):
-    """Decodes the dev windows' logits into answers (run_squad.py's way); EM and F1."""
-    names = [task.name + "/start_logits", task.name + "/end_logits"]
-    outputs = trainer.predict(lambda ctx: _task_input(task, job.max_seq_length,
-                                                      job.eval_batch_size, False, None, ctx),
-                              names, restore=False)
-    features, options = task.dev_features, task.spec.options
-    if len(outputs[names[0]]) != len(features):
-        raise MultitaskJobError("%s: predicted %d windows but the dev set has %d"
-                                % (task.spec.where, len(outputs[names[0]]), len(features)))
-    results = squad_lib.stack_results([f.unique_id for f in features], outputs[names[0]],
-                                      outputs[names[1]])
-    negatives = bool(options.get("version_2_with_negative", False))
-    predictions, nbest, null_odds = squad_lib.postprocess(
-        task.dev_examples, features, results, n_best_size=options.get("n_best_size", 20),
-        max_answer_length=options.get("max_answer_length", 30),
-        do_lower_case=job.do_lower_case, version_2_with_negative=negatives,
-        null_score_diff_threshold=float(options.get("null_score_diff_threshold", 0.0)))
-    if trainer.is_chief:
-        squad_lib.write_predictions(os.path.join(job.output_dir, task.name), predictions,
-                                    nbest, null_odds if negatives else None)
-    scores = squad_lib.evaluate(task.dev_examples, predictions)
-    return {key: value for key, value in scores.items() if not key.endswith("total")}
-
-
-def _evaluate(job, trainer, tasks):
-    seq = job.max_seq_length
-    # Span QA dev windows carry no targets (a question may have several
-    # answers): those tasks are decoded and scored below instead.
-    scored = [task for task in tasks if task.head != data_lib.SPAN_QA]
-    results = {"global_step": trainer.current_step()}
-    if scored:
-        raw = trainer.evaluate(eval_input_fn(scored, seq, job.eval_batch_size),
-                               max_steps=None, restore=False)
-        results = {"global_step": raw.pop("global_step"), "eval_loss": raw.pop("loss")}
-        names = {task.name for task in scored}
-        for key, value in raw.items():
-            name, _, metric = key.partition("/")
-            if name in names:
-                results["%s/eval_%s" % (name, metric)] = value
-    extra = {}
-    for task in tasks:
-        values = {}
+    def _task_scores(self, trainer, task):
+        """A task's metrics from its dev predictions: span QA's exact match and F1, tagging's
+        entity scores, a classification/regression processor's extra metrics."""
         if task.head == data_lib.SPAN_QA:
-            values = _evaluate_span_task(job, trainer, task)
-        elif task.head == data_lib.TAGGING:
-            predicted = trainer.predict(lambda ctx, t=task: _task_input(
-                t, seq, job.eval_batch_size, False, None, ctx), [task.name + "/predicted_ids"],
-                restore=False)[task.name + "/predicted_ids"]
-            # pylint: disable-next=protected-access
+            return self._span_scores(trainer, task)
+        if task.head == data_lib.TAGGING:
+            name = task.name + "/predicted_ids"
+            predicted = trainer.predict(self._dev_input(task), [name], restore=False)[name]
             tags = ner_job.tags_of(task.dev_sentences, task.dev_features, predicted,
-                                    task.label_list)
+                                   task.label_list)
             scores = seqeval.entity_scores([s.tags for s in task.dev_sentences], tags)
-            values = {"precision": scores["precision"], "recall": scores["recall"],
-                      "f1": scores["f1"]}
-        elif task.head in (data_lib.CLASSIFICATION, data_lib.REGRESSION):
-            names = [m for m in task.eval_metrics if m != "accuracy"]
-            if names:
-                output = task.name + ("/probabilities" if task.head == data_lib.CLASSIFICATION
-                                      else "/predictions")
-                key = "label_ids" if task.head == data_lib.CLASSIFICATION else "label_values"
-                predictions = trainer.predict(lambda ctx, t=task: _task_input(
-                    t, seq, job.eval_batch_size, False, None, ctx),
-                    [output, key, "is_real_example"], restore=False)
-                values = classifier_lib.compute_metrics(
-                    names, predictions[output], predictions[key], task.head,
-                    predictions["is_real_example"])
-        for metric, value in values.items():
-            extra["%s/eval_%s" % (task.name, metric)] = float(value)
-    results.update(extra)
-    if trainer.is_chief:
-        if extra:
-            writer = tf.summary.create_file_writer(os.path.join(job.output_dir, "eval"))
-            with writer.as_default(step=results["global_step"]):
-                for name, value in extra.items():
-                    if np.isfinite(value):
-                        tf.summary.scalar(name.replace("/eval_", "/"), value)
-            writer.flush()
-        trainer_lib.write_eval_results(results, os.path.join(job.output_dir,
-                                                             "eval_results.txt"))
-    print("***** Eval results *****")
-    for key in sorted(results):
-        print("  %s = %s" % (key, results[key]))
-    return results
+            return {key: scores[key] for key in ("precision", "recall", "f1")}
+        names = [m for m in task.eval_metrics if m != "accuracy"]
+        if task.head not in (data_lib.CLASSIFICATION, data_lib.REGRESSION) or not names:
+            return {}
+        output = task.name + ("/probabilities" if task.head == data_lib.CLASSIFICATION
+                              else "/predictions")
+        key = "label_ids" if task.head == data_lib.CLASSIFICATION else "label_values"
+        predictions = trainer.predict(self._dev_input(task), [output, key, "is_real_example"],
+                                      restore=False)
+        return classifier_lib.compute_metrics(names, predictions[output], predictions[key],
+                                              task.head, predictions["is_real_example"])
+
+    def _span_scores(self, trainer, task):
+        """The dev windows' logits decoded into answers by the task's `SquadRunner`
+        (run_squad.py's way), written to ``<task>/predictions.json``; EM and F1."""
+        names = [task.name + "/start_logits", task.name + "/end_logits"]
+        outputs = trainer.predict(self._dev_input(task), names, restore=False)
+        features, part = task.dev_features, task.runner
+        if len(outputs[names[0]]) != len(features):
+            raise MultitaskJobError("%s: predicted %d windows but the dev set has %d"
+                                    % (task.spec.where, len(outputs[names[0]]), len(features)))
+        results = squad_lib.stack_results([f.unique_id for f in features], outputs[names[0]],
+                                          outputs[names[1]])
+        predictions, nbest, null_odds = part.answers(results)
+        if trainer.is_chief:
+            negatives = part.job.version_2_with_negative
+            squad_lib.write_predictions(part.job.output_dir, predictions, nbest,
+                                        null_odds if negatives else None)
+        scores = squad_lib.evaluate(task.dev_examples, predictions)
+        return {key: value for key, value in scores.items() if not key.endswith("total")}
+
+    def finish(self, trainer, eval_results, predictions):
+        super().finish(trainer, eval_results, predictions)  # Checkpoints: ...
+        output_dir = self.job.output_dir
+        print("TensorBoard:  tensorboard --logdir %s" % os.path.abspath(output_dir))
+        return MultitaskResult(eval_results=eval_results, tasks=self.tasks,
+                               probabilities=self.probabilities,
+                               num_train_steps=self.num_train_steps, output_dir=output_dir,
+                               model=trainer.model)
+
+
+def run(job):
+    """Runs `job` (multi-task training and/or per-task evaluation); returns a `MultitaskResult`."""
+    return MultitaskRunner(job).run()
 
 
 registry.tasks.register("multitask", FineTuningTask(

@@ -159,16 +159,29 @@ class NerRunner(job_lib.JobRunner):
         self.tokenizer = tokenization.FullTokenizer(job.vocab_file, job.do_lower_case)
 
     def prepare(self):
+        self.read_splits()
+        if self.train is not None:
+            self.training_steps(len(self.train))  # refused before anything is written
+        self.write_splits()
+        return len(self.train) if self.train is not None else None
+
+    def read_splits(self):
+        """Reads every split the modes need into `train`, `dev`, `test` (None if not needed),
+        the tags checked: bad lines are reported before any training."""
         job = self.job
-        # Read every split first: bad lines are reported before any training.
         self.train = self._read("train_file", "train.txt", "train") if job.do_train else None
         self.dev = self._read("dev_file", "dev.txt", "dev") if job.do_eval else None
         self.test = self._read("test_file", "test.txt", "test") if job.do_predict else None
         for sentences in (self.dev, self.test):
             if sentences is not None:
                 conll.check_tags(sentences, job.tagging_scheme)
-        if self.train is not None:
-            self.training_steps(len(self.train))  # refused before anything is written
+
+    def write_splits(self):
+        """The label list (label_list.txt; without training, read back from it) and the
+        records of the splits read: train.tf_record, eval.tf_record and predict.tf_record,
+        the last two padded to whole eval / predict batches (`dev_features`,
+        `test_features`: the real sentences' features)."""
+        job = self.job
         self.label_list = self.saved_label_list(
             conll.label_list_from(self.train) if self.train is not None else None,
             LABEL_LIST_FILE)
@@ -186,7 +199,6 @@ class NerRunner(job_lib.JobRunner):
                 if cut:
                     logging.warning("%s: %d words beyond --max_seq_length=%d are predicted O.",
                                     name, cut, job.max_seq_length)
-        return len(self.train) if self.train is not None else None
 
     def _read(self, name, default, set_type):
         return self.read_split(

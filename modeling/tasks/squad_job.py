@@ -156,18 +156,12 @@ class SquadRunner(job_lib.JobRunner):
             raise SquadJobError(str(e)) from e
         self.family, self.config = self.load_family_config()
         self.check_training_values()
-        if not os.path.exists(job.vocab_file):
-            raise SquadJobError("--vocab_file=%s: no such file" % job.vocab_file)
+        self.check_files("vocab_file")
         self.check_vocab_matches(self.config)
         self.tokenizer = tokenization.FullTokenizer(job.vocab_file, job.do_lower_case)
         # Read every file here: a bad question is reported before any training
         # and before anything is written.
-        try:
-            self.train_examples = self._read("train_file", True) if job.do_train else None
-            self.predict_examples = (self._read("predict_file", False) if job.do_predict
-                                     else None)
-        except squad.SquadDataError as e:
-            raise SquadJobError(str(e)) from None
+        self.read_splits()
 
     def check_family(self, family):
         if not family.has_pooler or self.job.model_family in input_formats.FORMATS:
@@ -176,6 +170,17 @@ class SquadRunner(job_lib.JobRunner):
                 "--model_family=%s: span QA packs [CLS] question [SEP] document [SEP] with a "
                 "WordPiece vocabulary; use a BERT-style family (e.g. bert, albert)"
                 % self.job.model_family)
+
+    def read_splits(self):
+        """Reads the files the modes need into `train_examples`, `predict_examples` (None if
+        not needed); a bad question is one line naming the file and the question."""
+        job = self.job
+        try:
+            self.train_examples = self._read("train_file", True) if job.do_train else None
+            self.predict_examples = (self._read("predict_file", False) if job.do_predict
+                                     else None)
+        except squad.SquadDataError as e:
+            raise SquadJobError(str(e)) from None
 
     def _read(self, name, is_training):
         path = getattr(self.job, name)
@@ -195,20 +200,27 @@ class SquadRunner(job_lib.JobRunner):
         return os.path.join(self.job.output_dir, name)
 
     def prepare(self):
-        train_examples, predict_examples = self.train_examples, self.predict_examples
+        train_examples = self.train_examples
         if train_examples is not None:
             num_train_steps, _ = self.training_steps(len(train_examples))
-            train_features = self._features(train_examples, True)
-            squad.write_features(train_features, self._record("train.tf_record"), True)
+        self.write_splits()
+        if train_examples is not None:
             logging.info("***** Running training *****")
             logging.info("  Num orig examples = %d", len(train_examples))
-            logging.info("  Num split examples = %d", len(train_features))
+            logging.info("  Num split examples = %d", len(self.train_features))
             logging.info("  Num steps = %d", num_train_steps)
-        self.predict_features = None
-        if predict_examples is not None:
-            self.predict_features = self._features(predict_examples, False)
-            squad.write_features(self.predict_features, self._record("eval.tf_record"), False)
         return len(train_examples) if train_examples is not None else None
+
+    def write_splits(self):
+        """The document windows of the questions read (`train_features`,
+        `predict_features`; None if not read) written to train.tf_record / eval.tf_record."""
+        self.train_features = self.predict_features = None
+        if self.train_examples is not None:
+            self.train_features = self._features(self.train_examples, True)
+            squad.write_features(self.train_features, self._record("train.tf_record"), True)
+        if self.predict_examples is not None:
+            self.predict_features = self._features(self.predict_examples, False)
+            squad.write_features(self.predict_features, self._record("eval.tf_record"), False)
 
     def build_model(self):
         return span_qa.BertSpanQA.from_config_object(self.config, family=self.family)
@@ -233,11 +245,7 @@ class SquadRunner(job_lib.JobRunner):
         if len(results) != len(features):
             raise SquadJobError("Predicted %d windows but %s has %d."
                                 % (len(results), job.predict_file, len(features)))
-        predictions, nbest, null_odds = squad.postprocess(
-            examples, features, results, n_best_size=job.n_best_size,
-            max_answer_length=job.max_answer_length, do_lower_case=job.do_lower_case,
-            version_2_with_negative=job.version_2_with_negative,
-            null_score_diff_threshold=job.null_score_diff_threshold)
+        predictions, nbest, null_odds = self.answers(results)
         if trainer.is_chief:
             paths = squad.write_predictions(job.output_dir, predictions, nbest,
                                             null_odds if job.version_2_with_negative else None)
@@ -252,6 +260,16 @@ class SquadRunner(job_lib.JobRunner):
                                   json.dumps(scores, indent=2, sort_keys=True) + "\n")
             job_lib.print_results(scores)
         return predictions, nbest, null_odds, scores
+
+    def answers(self, results):
+        """(predictions, nbest, null_odds): the answers decoded from the predict windows'
+        `results` (`squad.stack_results`) as Google's run_squad.py does."""
+        job = self.job
+        return squad.postprocess(
+            self.predict_examples, self.predict_features, results, n_best_size=job.n_best_size,
+            max_answer_length=job.max_answer_length, do_lower_case=job.do_lower_case,
+            version_2_with_negative=job.version_2_with_negative,
+            null_score_diff_threshold=job.null_score_diff_threshold)
 
     def finish(self, trainer, eval_results, predictions):
         result = SquadResult(predictions={}, nbest={}, null_odds={}, eval_results={},
