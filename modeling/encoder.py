@@ -26,11 +26,13 @@ how to apply one layer.
 import keras
 
 from modeling.layers import padding_attention_mask
+from modeling.layers import truncated_normal_initializer
+from modeling.layers.config_fields import ConfigFields
 
 __all__ = ["EncoderBase"]
 
 
-class EncoderBase(keras.Model):
+class EncoderBase(ConfigFields, keras.Model):
     """What BERT-shaped encoders share: input unpacking, call, config.
 
     A subclass sets `_CONFIG_FIELDS` (constructor arguments mirrored by
@@ -159,19 +161,26 @@ class EncoderBase(keras.Model):
                              f"{self.num_hidden_layers}.")
         return masks
 
-    def get_config(self):
-        config = {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.saving.serialize_keras_object(self.dtype_policy),
-        }
-        for field in self._CONFIG_FIELDS + self._EXTRA_CONFIG_FIELDS:
-            config[field] = getattr(self, field)
-        return config
+    @staticmethod
+    def _check_head_width(hidden_size, num_attention_heads):
+        if hidden_size % num_attention_heads:
+            raise ValueError(
+                f"hidden_size ({hidden_size}) must be a multiple of "
+                f"num_attention_heads ({num_attention_heads})."
+            )
 
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)
+    def _make_pooler(self):
+        """The tanh pooler `pooler` (bert/pooler/dense) over `hidden_size`."""
+        return keras.layers.Dense(
+            self.hidden_size,
+            activation="tanh",
+            kernel_initializer=truncated_normal_initializer(self.initializer_range),
+            dtype=self.dtype_policy,
+            name="pooler",
+        )
+
+    def _saved_fields(self):
+        return self._CONFIG_FIELDS + self._EXTRA_CONFIG_FIELDS
 
     @classmethod
     def _args_from_config_object(cls, config_object):

@@ -41,7 +41,8 @@ from typing import Any, Callable, Optional
 
 __all__ = ["DEFAULT_DECODER", "DEFAULT_FAMILY", "Decoder", "Family", "HeadPruning", "Registry",
            "RegistryError", "decoders", "default_first", "discover", "families", "encoders",
-           "objectives", "pipelines", "tasks", "load_user_module", "families_with"]
+           "objectives", "pipelines", "tasks", "load_user_module", "families_with",
+           "network_family", "build_encoder"]
 
 # The family of a script or task model not told one (`--model_family`'s
 # default). The one place a default family is named.
@@ -172,6 +173,29 @@ class Family:
         if self.head_activation is not None:
             return self.head_activation(config)
         return getattr(config, "hidden_act", "gelu")
+
+
+def build_encoder(config, family=DEFAULT_FAMILY, **kwargs):
+    """A fresh encoder of `family` (a registered name, or a `Family`) for `config`."""
+    if isinstance(family, str):
+        family = families.get(family)
+    return family.build_encoder(config, **kwargs)
+
+
+def network_family(name, network, config_class, load_config, demo_config, config_file_name,
+                   **fields):
+    """The `Family` `name` whose encoder is the class `network`, which it registers in `encoders`.
+
+    `build_encoder` is `network.from_config_object`; `is_encoder` (unless
+    given in `fields`) is `isinstance(model, network)`. `fields`: the other
+    `Family` attributes. A family's `__init__` registers the result:
+    `FAMILY = registry.families.register(name, registry.network_family(...))`.
+    """
+    encoders.register(name, network)
+    fields.setdefault("is_encoder", lambda model: isinstance(model, network))
+    return Family(name=name, config_class=config_class, load_config=load_config,
+                  build_encoder=network.from_config_object, demo_config=demo_config,
+                  config_file_name=config_file_name, **fields)
 
 
 @dataclasses.dataclass(frozen=True)

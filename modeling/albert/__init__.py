@@ -44,18 +44,11 @@ def _extract_features(settings, layers):
     return inference.encoder_features_from_files(FAMILY, settings, layers)
 
 
-registry.encoders.register("albert", AlbertEncoder)
-FAMILY = registry.families.register("albert", registry.Family(
-    name="albert",
-    config_class=AlbertConfig,
-    load_config=load_albert_config,
-    build_encoder=AlbertEncoder.from_config_object,
-    demo_config=_demo_config,
-    config_file_name="albert_config.json",
-    name_tables={"google_tf1": checkpoint_names.GOOGLE_TF1},
+FAMILY = registry.families.register("albert", registry.network_family(
+    "albert", AlbertEncoder, AlbertConfig, load_albert_config, _demo_config,
+    "albert_config.json", name_tables={"google_tf1": checkpoint_names.GOOGLE_TF1},
     checkpoint_heads=checkpoint_names.CHECKPOINT_HEADS,
     head_activation=lambda config: albert_activation(config.hidden_act),
-    is_encoder=lambda model: isinstance(model, AlbertEncoder),
     head_pruning=registry.HeadPruning(units_of_config=_head_units_of_config,
                                       counts_key=HEADS_PER_GROUP_KEY,
                                       checkpoint_name="model.ckpt", shared=True),

@@ -183,11 +183,7 @@ class AlbertEncoder(EncoderBase):
     ):
         kwargs.setdefault("name", "albert_encoder")
         super().__init__(**kwargs)
-        if hidden_size % num_attention_heads:
-            raise ValueError(
-                f"hidden_size ({hidden_size}) must be a multiple of "
-                f"num_attention_heads ({num_attention_heads})."
-            )
+        self._check_head_width(hidden_size, num_attention_heads)
         if share_parameters not in SHARING_MODES:
             raise ValueError(
                 f"share_parameters must be one of {SHARING_MODES}, got "
@@ -213,36 +209,10 @@ class AlbertEncoder(EncoderBase):
             num_attention_heads_per_group = check_heads_per_group(
                 num_attention_heads_per_group, num_hidden_groups, num_attention_heads)
         self.num_attention_heads_per_group = num_attention_heads_per_group
-        self.vocab_size = vocab_size
-        self.embedding_size = embedding_size
-        self.hidden_size = hidden_size
-        self.num_hidden_layers = num_hidden_layers
-        self.num_hidden_groups = num_hidden_groups
-        self.num_attention_heads = num_attention_heads
-        self.intermediate_size = intermediate_size
-        self.inner_group_num = inner_group_num
-        self.hidden_act = hidden_act
-        self.hidden_dropout_prob = hidden_dropout_prob
-        self.attention_probs_dropout_prob = attention_probs_dropout_prob
-        self.max_position_embeddings = max_position_embeddings
-        self.type_vocab_size = type_vocab_size
-        self.initializer_range = initializer_range
-        self.share_parameters = share_parameters
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self.output_attention_probs = output_attention_probs
+        self._set_fields(locals())
 
         policy = self.dtype_policy
-        self.embeddings = BertEmbeddings(
-            vocab_size=vocab_size,
-            hidden_size=embedding_size,
-            max_position_embeddings=max_position_embeddings,
-            type_vocab_size=type_vocab_size,
-            initializer_range=initializer_range,
-            hidden_dropout_prob=hidden_dropout_prob,
-            layer_norm_epsilon=layer_norm_epsilon,
-            dtype=policy,
-            name="embeddings",
-        )
+        self.embeddings = BertEmbeddings.of_encoder(self, hidden_size=embedding_size)
         # As in google-research/albert, the projection exists only when the
         # widths differ.
         if embedding_size != hidden_size:
@@ -296,13 +266,7 @@ class AlbertEncoder(EncoderBase):
             )
             for i in range(num_ffn)
         ]
-        self.pooler = keras.layers.Dense(
-            hidden_size,
-            activation="tanh",
-            kernel_initializer=truncated_normal_initializer(initializer_range),
-            dtype=policy,
-            name="pooler",
-        )
+        self.pooler = self._make_pooler()
         self.build()
 
     def build(self, input_shape=None):

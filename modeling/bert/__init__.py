@@ -40,14 +40,8 @@ def _extract_features(settings, layers):
     return inference.encoder_features_from_files(FAMILY, settings, layers)
 
 
-registry.encoders.register("bert", BertEncoder)
-FAMILY = registry.families.register("bert", registry.Family(
-    name="bert",
-    config_class=BertConfig,
-    load_config=load_bert_config,
-    build_encoder=BertEncoder.from_config_object,
-    demo_config=_demo_config,
-    config_file_name="bert_config.json",
+FAMILY = registry.families.register("bert", registry.network_family(
+    "bert", BertEncoder, BertConfig, load_bert_config, _demo_config, "bert_config.json",
     name_tables={"google_tf1": checkpoint_names.GOOGLE_TF1, "hf": checkpoint_names.HF},
     checkpoint_heads=checkpoint_names.CHECKPOINT_HEADS,
     is_encoder=lambda model: type(model) is BertEncoder,  # pylint: disable=unidiomatic-typecheck

@@ -74,12 +74,9 @@ import keras
 from modeling.bert.config import HEADS_PER_LAYER_KEY
 from modeling.bert.config import check_heads_per_layer
 from modeling.encoder import EncoderBase
-from modeling.layers import (
-    LAYER_NORM_EPSILON,
-    BertEmbeddings,
-    TransformerBlock,
-    truncated_normal_initializer,
-)
+from modeling.layers import LAYER_NORM_EPSILON
+from modeling.layers import BertEmbeddings
+from modeling.layers import TransformerBlock
 
 __all__ = ["BertEncoder", "HEADS_PER_LAYER_KEY", "check_heads_per_layer"]
 
@@ -136,24 +133,8 @@ class BertEncoder(EncoderBase):
     ):
         kwargs.setdefault("name", "bert_encoder")
         super().__init__(**kwargs)
-        if hidden_size % num_attention_heads:
-            raise ValueError(
-                f"hidden_size ({hidden_size}) must be a multiple of "
-                f"num_attention_heads ({num_attention_heads})."
-            )
-        self.vocab_size = vocab_size
-        self.hidden_size = hidden_size
-        self.num_hidden_layers = num_hidden_layers
-        self.num_attention_heads = num_attention_heads
-        self.intermediate_size = intermediate_size
-        self.hidden_act = hidden_act
-        self.hidden_dropout_prob = hidden_dropout_prob
-        self.attention_probs_dropout_prob = attention_probs_dropout_prob
-        self.max_position_embeddings = max_position_embeddings
-        self.type_vocab_size = type_vocab_size
-        self.initializer_range = initializer_range
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self.output_attention_probs = output_attention_probs
+        self._check_head_width(hidden_size, num_attention_heads)
+        self._set_fields(locals())
         if num_attention_heads_per_layer is not None:
             num_attention_heads_per_layer = check_heads_per_layer(
                 num_attention_heads_per_layer, num_hidden_layers, num_attention_heads)
@@ -166,17 +147,7 @@ class BertEncoder(EncoderBase):
                     "head_size": hidden_size // num_attention_heads}
 
         policy = self.dtype_policy
-        self.embeddings = BertEmbeddings(
-            vocab_size=vocab_size,
-            hidden_size=hidden_size,
-            max_position_embeddings=max_position_embeddings,
-            type_vocab_size=type_vocab_size,
-            initializer_range=initializer_range,
-            hidden_dropout_prob=hidden_dropout_prob,
-            layer_norm_epsilon=layer_norm_epsilon,
-            dtype=policy,
-            name="embeddings",
-        )
+        self.embeddings = BertEmbeddings.of_encoder(self)
         self.transformer_layers = [
             TransformerBlock(**dict(dict(
                 hidden_size=hidden_size,
@@ -192,13 +163,7 @@ class BertEncoder(EncoderBase):
             ), **head_args(i)))
             for i in range(num_hidden_layers)
         ]
-        self.pooler = keras.layers.Dense(
-            hidden_size,
-            activation="tanh",
-            kernel_initializer=truncated_normal_initializer(initializer_range),
-            dtype=policy,
-            name="pooler",
-        )
+        self.pooler = self._make_pooler()
         # All weight shapes are known now: create them, so that the encoder
         # can be tied to, restored into or mapped before its first call.
         self.build()

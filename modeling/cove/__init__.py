@@ -43,18 +43,8 @@ def demo_config(vocab_size):
                       hidden_size=128, num_encoder_layers=2, num_decoder_layers=2, dropout=0.1)
 
 
-registry.encoders.register("cove", CoveNetwork)
-
 # run_classifier's --model_family=cove (frozen CoVe features + a task model).
 from modeling.cove import classification  # noqa: E402,F401  pylint: disable=g-import-not-at-top
-FAMILY = registry.families.register("cove", registry.Family(
-    name="cove",
-    config_class=CoveConfig,
-    load_config=load_cove_config,
-    build_encoder=CoveNetwork.from_config_object,
-    demo_config=demo_config,
-    config_file_name=CONFIG_FILE_NAME,
-    is_encoder=lambda model: isinstance(model, CoveNetwork),
-    has_pooler=False,
-    frozen_features=True,
-))
+FAMILY = registry.families.register("cove", registry.network_family(
+    "cove", CoveNetwork, CoveConfig, load_cove_config, demo_config, CONFIG_FILE_NAME,
+    has_pooler=False, frozen_features=True))

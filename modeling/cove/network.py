@@ -52,6 +52,7 @@ import keras
 import tensorflow as tf
 
 from modeling.layers.common import PACKAGE as _PACKAGE
+from modeling.layers.config_fields import ConfigFields
 
 __all__ = ["CoveNetwork"]
 
@@ -64,7 +65,7 @@ def _lengths(mask):
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class CoveNetwork(keras.Model):
+class CoveNetwork(ConfigFields, keras.Model):
     """CoVe's encoder-decoder (see the module docstring).
 
     Args: the fields of `CoveConfig`, and Keras `Model` arguments (`name`, `dtype`).
@@ -74,6 +75,8 @@ class CoveNetwork(keras.Model):
     `attention_query` (W1, b1), `attentional` (W2, b2), `output_projection`
     (W_out, b_out).
     """
+
+    _CONFIG_FIELDS = _CONFIG_FIELDS
 
     def __init__(self, vocab_size, target_vocab_size=None, embedding_size=300,
                  hidden_size=300, num_encoder_layers=2, num_decoder_layers=2, dropout=0.2,
@@ -141,13 +144,6 @@ class CoveNetwork(keras.Model):
         self.attentional.build((None, None, 3 * self.hidden_size))
         self.output_projection.build((None, None, self.hidden_size))
         self.built = True
-
-    @classmethod
-    def from_config_object(cls, config, **kwargs):
-        """A network for a `CoveConfig`; `kwargs` go to the constructor (`name`, `dtype`)."""
-        args = {field: getattr(config, field) for field in _CONFIG_FIELDS}
-        args.update(kwargs)
-        return cls(**args)
 
     @property
     def embedding_table(self):
@@ -313,14 +309,3 @@ class CoveNetwork(keras.Model):
         for row in prefix.numpy()[:, 1:].tolist():
             out.append(row[:row.index(eos_id)] if eos_id in row else row)
         return out
-
-    def get_config(self):
-        config = {"name": self.name, "trainable": self.trainable,
-                  "dtype": keras.saving.serialize_keras_object(self.dtype_policy)}
-        for field in _CONFIG_FIELDS:
-            config[field] = getattr(self, field)
-        return config
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)

@@ -44,18 +44,8 @@ def demo_config(vocab_size):
                       projection_dim=64, n_layers=2, proj_clip=3.0, dropout=0.1)
 
 
-registry.encoders.register("elmo", ElmoNetwork)
 # run_classifier's --model_family=elmo (frozen biLM features + a task model).
 from modeling.elmo import features  # noqa: E402,F401  pylint: disable=g-import-not-at-top
-FAMILY = registry.families.register("elmo", registry.Family(
-    name="elmo",
-    config_class=ElmoConfig,
-    load_config=load_elmo_config,
-    build_encoder=ElmoNetwork.from_config_object,
-    demo_config=demo_config,
-    config_file_name="elmo_options.json",
-    is_encoder=lambda model: isinstance(model, ElmoNetwork),
-    has_pooler=False,
-    frozen_features=True,
-    feature_extractor=features.features_from_files,
-))
+FAMILY = registry.families.register("elmo", registry.network_family(
+    "elmo", ElmoNetwork, ElmoConfig, load_elmo_config, demo_config, "elmo_options.json",
+    has_pooler=False, frozen_features=True, feature_extractor=features.features_from_files))

@@ -43,6 +43,7 @@ import tensorflow as tf
 
 from data import word_vocab as vocabulary
 from modeling.layers.common import PACKAGE as _PACKAGE
+from modeling.layers.config_fields import ConfigFields
 
 __all__ = ["CharacterEncoder", "ElmoNetwork"]
 
@@ -148,13 +149,15 @@ class CharacterEncoder(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class ElmoNetwork(keras.Model):
+class ElmoNetwork(ConfigFields, keras.Model):
     """ELMo's character-CNN biLM (see the module docstring).
 
     Args: the fields of `ElmoConfig` (`vocab_size` is recorded for the
     objective; the network itself never looks a word up), and Keras `Model`
     arguments (`name`, `dtype`).
     """
+
+    _CONFIG_FIELDS = _CONFIG_FIELDS
 
     def __init__(self, vocab_size, char_embedding_dim=16,
                  filters=((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 1024)),
@@ -163,19 +166,7 @@ class ElmoNetwork(keras.Model):
                  use_skip_connections=True, dropout=0.1, **kwargs):
         kwargs.setdefault("name", "elmo")
         super().__init__(**kwargs)
-        self.vocab_size = vocab_size
-        self.char_embedding_dim = char_embedding_dim
-        self.filters = [list(pair) for pair in filters]
-        self.n_highway = n_highway
-        self.max_characters_per_token = max_characters_per_token
-        self.n_characters = n_characters
-        self.activation = activation
-        self.lstm_dim = lstm_dim
-        self.projection_dim = projection_dim
-        self.n_layers = n_layers
-        self.proj_clip = proj_clip
-        self.use_skip_connections = use_skip_connections
-        self.dropout = dropout
+        self._set_fields(locals(), filters=[list(pair) for pair in filters])
         policy = self.dtype_policy
         self.char_encoder = CharacterEncoder(
             n_characters, char_embedding_dim, self.filters, n_highway, activation,
@@ -211,13 +202,6 @@ class ElmoNetwork(keras.Model):
     @property
     def hidden_size(self):
         return 2 * self.projection_dim
-
-    @classmethod
-    def from_config_object(cls, config, **kwargs):
-        """A network for an `ElmoConfig`; `kwargs` go to the constructor (`name`, `dtype`)."""
-        args = {field: getattr(config, field) for field in _CONFIG_FIELDS}
-        args.update(kwargs)
-        return cls(**args)
 
     def _stack(self, tokens, lstms, projections, training):
         outputs, hidden = [], tokens
@@ -265,14 +249,3 @@ class ElmoNetwork(keras.Model):
             "token_embeddings": tokens,
             "input_mask": input_mask,
         }
-
-    def get_config(self):
-        config = {"name": self.name, "trainable": self.trainable,
-                  "dtype": keras.saving.serialize_keras_object(self.dtype_policy)}
-        for field in _CONFIG_FIELDS:
-            config[field] = getattr(self, field)
-        return config
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)

@@ -44,19 +44,10 @@ def _demo_config(vocab_size):
                      resid_pdrop=0.3, embd_pdrop=0.3, attn_pdrop=0.1)
 
 
-registry.encoders.register("gpt", GPTNetwork)
-FAMILY = registry.families.register("gpt", registry.Family(
-    name="gpt",
-    config_class=GPTConfig,
-    load_config=load_gpt_config,
-    build_encoder=GPTNetwork.from_config_object,
-    demo_config=_demo_config,
-    config_file_name="config.json",
-    name_tables={"hf": checkpoint_names.HF},
-    head_activation=lambda config: config.hidden_act,
-    is_encoder=lambda model: isinstance(model, GPTNetwork),
-    has_pooler=False,
-))
+FAMILY = registry.families.register("gpt", registry.network_family(
+    "gpt", GPTNetwork, GPTConfig, load_gpt_config, _demo_config, "config.json",
+    name_tables={"hf": checkpoint_names.HF}, head_activation=lambda config: config.hidden_act,
+    has_pooler=False))
 # run/generate.py --recipe=gpt: the causal LM continues each prompt.
 registry.decoders.register("gpt", generation.causal_lm_decoder("gpt"))
 # run_classifier's --model_family=gpt: the paper's input transformations, `GPTClassifier`.

@@ -52,8 +52,8 @@ from data.processors import transformations
 from data.tokenizers import byte_bpe
 from modeling import checkpoints
 from modeling.gpt.network import GPTNetwork
-from modeling.layers import truncated_normal_initializer
 from modeling.layers.common import PACKAGE as _PACKAGE
+from modeling.layers.encoder_models import EncoderModel
 from modeling.objectives.base import _per_example_cross_entropy
 from modeling.objectives.causal_lm import next_token_targets
 from modeling.tasks import classification as classifier_lib
@@ -68,7 +68,7 @@ AUTO = "auto"
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class GPTClassifier(keras.Model):
+class GPTClassifier(EncoderModel, keras.Model):
     """A GPT decoder with the paper's task head (see the module docstring).
 
     Args:
@@ -110,27 +110,13 @@ class GPTClassifier(keras.Model):
         self.transformation = transformation
         self.lm_loss_weight = float(lm_loss_weight)
         self.num_sequences = transformations.num_sequences(transformation, self.num_labels)
-        if dropout_rate is None:
-            dropout_rate = encoder.resid_pdrop
-        if initializer_range is None:
-            initializer_range = encoder.initializer_range
-        self.dropout_rate = float(dropout_rate)
-        self.initializer_range = float(initializer_range)
+        self.set_head_rates(initializer_range,
+                            encoder.resid_pdrop if dropout_rate is None else dropout_rate)
         self.dropout = keras.layers.Dropout(self.dropout_rate, dtype=self.dtype_policy,
                                             name="dropout")
         rows = 1 if transformation == transformations.MULTIPLE_CHOICE else self.num_labels
-        self.output_weights = self.add_weight(
-            name="output_weights", shape=(rows, encoder.n_embd),
-            initializer=truncated_normal_initializer(self.initializer_range))
-        self.output_bias = self.add_weight(name="output_bias", shape=(rows,),
-                                           initializer="zeros")
+        self.add_output_weights(rows, encoder.n_embd)
         self.build()
-
-    def build(self, input_shape=None):
-        if self.built:
-            return
-        self.encoder.build()
-        self.built = True
 
     @classmethod
     def from_config_object(cls, gpt_config, num_labels, task_type=classifier_lib.CLASSIFICATION,
@@ -207,24 +193,10 @@ class GPTClassifier(keras.Model):
     # ---------------------------------------------------------------- config
 
     def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.saving.serialize_keras_object(self.dtype_policy),
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-            "num_labels": self.num_labels,
-            "task_type": self.task_type,
-            "transformation": self.transformation,
-            "lm_loss_weight": self.lm_loss_weight,
-            "dropout_rate": self.dropout_rate,
-            "initializer_range": self.initializer_range,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)
+        return self.encoder_model_config(
+            num_labels=self.num_labels, task_type=self.task_type,
+            transformation=self.transformation, lm_loss_weight=self.lm_loss_weight,
+            dropout_rate=self.dropout_rate, initializer_range=self.initializer_range)
 
 
 # ------------------------------------------------------------ input format

@@ -25,10 +25,9 @@ a 40,478-token BPE vocabulary) and `gpt_tiny` (2 layers, width 64).
 """
 
 import copy
-import json
 
-from data import atomic
 from modeling import config_schema
+from modeling import hf_config
 
 __all__ = ["GPTConfig", "GPTConfigError", "GPT_ACTIVATIONS", "list_presets", "load_gpt_config"]
 
@@ -52,7 +51,6 @@ _FIELDS = (
     ("initializer_range", 0.02, "positive_float"),
 )
 _FIELD_NAMES = tuple(name for name, _, _ in _FIELDS)
-_DEFAULTS = {name: default for name, default, _ in _FIELDS}
 
 # HF's GPT activations (`modeling_openai.ACT_FNS`) -> this project's
 # (`modeling.layers.get_activation`): GPT's "gelu" is the tanh approximation.
@@ -76,30 +74,7 @@ def list_presets():
     return list(_PRESETS)
 
 
-def _check(name, value, kind):
-    """`value` normalised to its kind, or `GPTConfigError` naming the field."""
-    if kind == "int":
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-                isinstance(value, float) and not value.is_integer()):
-            raise GPTConfigError("`%s` must be an integer, got %r" % (name, value))
-        if value <= 0:
-            raise GPTConfigError("`%s` must be positive, got %r" % (name, value))
-        return int(value)
-    if kind == "str":
-        if not isinstance(value, str) or not value:
-            raise GPTConfigError("`%s` must be a non-empty string, got %r" % (name, value))
-        return value
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise GPTConfigError("`%s` must be a number, got %r" % (name, value))
-    value = float(value)
-    if kind == "prob" and not 0.0 <= value < 1.0:
-        raise GPTConfigError("`%s` must be in [0, 1), got %s" % (name, value))
-    if kind == "positive_float" and not value > 0.0:
-        raise GPTConfigError("`%s` must be positive, got %s" % (name, value))
-    return value
-
-
-class GPTConfig:
+class GPTConfig(hf_config.HFConfig):
     """GPT's hyper-parameters (HF `OpenAIGPTConfig` field names and defaults).
 
     Args:
@@ -117,21 +92,23 @@ class GPTConfig:
         **extra: other keys, kept and written back.
     """
 
+    FIELDS = _FIELDS
+    ERROR = GPTConfigError
+    SCHEMA = GPT_SCHEMA
+    WHAT = "a GPT config"
+    MODEL_TYPE = "openai-gpt"
+    RAW_IN_ERRORS = True
+
     def __init__(self, **values):
-        extra = {k: v for k, v in values.items() if k not in _DEFAULTS}
+        extra = self._extras(values)
         if "n_ctx" in extra and "n_positions" not in values:
             values["n_positions"] = extra["n_ctx"]
-        for name, default, kind in _FIELDS:
-            setattr(self, name, _check(name, values.get(name, default), kind))
-        if self.n_embd % self.n_head:
-            raise GPTConfigError("`n_embd` (%d) must be a multiple of `n_head` (%d)"
-                                 % (self.n_embd, self.n_head))
+        self._set_fields(values)
+        self._check_multiple("n_embd", "n_head")
         if self.afn not in GPT_ACTIVATIONS:
             raise GPTConfigError("`afn` %r is not supported; known: %s"
                                  % (self.afn, ", ".join(GPT_ACTIVATIONS)))
-        model_type = extra.get("model_type")
-        if model_type is not None and model_type != "openai-gpt":
-            raise GPTConfigError("`model_type` is %r, not 'openai-gpt'" % (model_type,))
+        self._check_extras(extra)
         self.extra = copy.deepcopy(extra)
 
     # ------------------------------------------------- BERT-style aliases
@@ -139,14 +116,6 @@ class GPTConfig:
     @property
     def hidden_size(self):
         return self.n_embd
-
-    @property
-    def num_hidden_layers(self):
-        return self.n_layer
-
-    @property
-    def num_attention_heads(self):
-        return self.n_head
 
     @property
     def intermediate_size(self):
@@ -166,28 +135,7 @@ class GPTConfig:
         """Dropout of a fine-tuning head (GPT's classifier dropout is `resid_pdrop`'s 0.1)."""
         return self.resid_pdrop
 
-    # ---------------------------------------------------------------- dicts
-
-    @classmethod
-    def from_dict(cls, values):
-        if not isinstance(values, dict):
-            raise GPTConfigError("a GPT config must be a JSON object, got %s"
-                                 % type(values).__name__)
-        return cls(**values)
-
-    def to_dict(self):
-        """The known fields in HF's order, then the extras."""
-        out = {name: getattr(self, name) for name in _FIELD_NAMES}
-        out.update(copy.deepcopy(self.extra))
-        return out
-
-    def to_json_string(self):
-        return json.dumps(self.to_dict(), indent=2) + "\n"
-
-    def replace(self, **changes):
-        values = self.to_dict()
-        values.update(changes)
-        return type(self).from_dict(values)
+    # -------------------------------------------------------------- presets
 
     @classmethod
     def from_preset(cls, name, vocab_size=40478, **overrides):
@@ -197,25 +145,6 @@ class GPTConfig:
         values = dict(_PRESETS[name], vocab_size=vocab_size)
         values.update(overrides)
         return cls(**values)
-
-    # ---------------------------------------------------------------- files
-
-    @classmethod
-    def from_json_file(cls, path):
-        """Reads a GPT `config.json` (HF's or this project's: the same format)."""
-        return GPT_SCHEMA.read_file(path, cls.from_dict, GPTConfigError)
-
-    def to_json_file(self, path):
-        """Writes the config atomically (a temporary file renamed over `path`)."""
-        atomic.write_text(path, self.to_json_string())
-
-    def __eq__(self, other):
-        if not isinstance(other, GPTConfig):
-            return NotImplemented
-        return self.to_dict() == other.to_dict()
-
-    def __repr__(self):
-        return "GPTConfig(%s)" % ", ".join("%s=%r" % kv for kv in self.to_dict().items())
 
 
 def load_gpt_config(path):

@@ -57,6 +57,8 @@ class GPTNetwork(GPT2Network):
         **kwargs: Keras `Model` arguments (`name`, `dtype`, `trainable`).
     """
 
+    _CONFIG_FIELDS = _CONFIG_FIELDS
+
     family_name = "gpt"
     norm_first = False
     final_layer_norm = False
@@ -79,18 +81,11 @@ class GPTNetwork(GPT2Network):
                          initializer_range=initializer_range,
                          output_attention_probs=output_attention_probs, **kwargs)
 
-    @classmethod
-    def from_config_object(cls, config, **kwargs):
-        """A network for a `GPTConfig`; `kwargs` go to the constructor (`name`, `dtype`)."""
-        args = {field: getattr(config, field) for field in _CONFIG_FIELDS}
-        args.update(kwargs)
-        return cls(**args)
-
     def gpt_config(self):
         """The `GPTConfig` of this network."""
         from modeling.gpt.config import GPTConfig  # pylint: disable=g-import-not-at-top
 
-        return GPTConfig(**{field: getattr(self, field) for field in _CONFIG_FIELDS})
+        return self.config_object(GPTConfig)
 
     def gpt2_config(self):
         raise TypeError("A GPTNetwork has a GPTConfig (gpt_config()), not a GPT2Config.")
@@ -132,14 +127,3 @@ class GPTNetwork(GPT2Network):
         table.assign(keras.ops.concatenate(
             [keras.ops.cast(source.embedding_table, table.dtype), table[source.vocab_size:]], 0))
         return extra
-
-    def get_config(self):
-        config = {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.saving.serialize_keras_object(self.dtype_policy),
-            "output_attention_probs": self.output_attention_probs,
-        }
-        for field in _CONFIG_FIELDS:
-            config[field] = getattr(self, field)
-        return config

@@ -39,19 +39,11 @@ def _demo_config(vocab_size):
                       n_head=2, resid_pdrop=0.3, embd_pdrop=0.3, attn_pdrop=0.1)
 
 
-registry.encoders.register("gpt2", GPT2Network)
-FAMILY = registry.families.register("gpt2", registry.Family(
-    name="gpt2",
-    config_class=GPT2Config,
-    load_config=load_gpt2_config,
-    build_encoder=GPT2Network.from_config_object,
-    demo_config=_demo_config,
-    config_file_name="config.json",
-    name_tables={"hf": checkpoint_names.HF},
-    head_activation=lambda config: config.hidden_act,
+FAMILY = registry.families.register("gpt2", registry.network_family(
+    "gpt2", GPT2Network, GPT2Config, load_gpt2_config, _demo_config, "config.json",
+    name_tables={"hf": checkpoint_names.HF}, head_activation=lambda config: config.hidden_act,
     # GPT's network (`modeling.gpt`) is a GPT2Network subclass of its own family.
     is_encoder=lambda model: isinstance(model, GPT2Network) and model.family_name == "gpt2",
-    has_pooler=False,
-))
+    has_pooler=False))
 # run/generate.py --recipe=gpt2: the causal LM continues each prompt.
 registry.decoders.register("gpt2", generation.causal_lm_decoder("gpt2"))

@@ -27,10 +27,9 @@ Presets: OpenAI's sizes (`gpt2`, `gpt2_medium`, `gpt2_large`, `gpt2_xl`) and
 """
 
 import copy
-import json
 
-from data import atomic
 from modeling import config_schema
+from modeling import hf_config
 
 __all__ = ["GPT2Config", "GPT2ConfigError", "list_presets", "load_gpt2_config"]
 
@@ -58,7 +57,6 @@ _FIELDS = (
     ("eos_token_id", 50256, "optional_id"),
 )
 _FIELD_NAMES = tuple(name for name, _, _ in _FIELDS)
-_DEFAULTS = {name: default for name, default, _ in _FIELDS}
 
 # HF options whose non-default values change what the model computes.
 _REFUSED = {
@@ -110,36 +108,7 @@ def list_presets():
     return list(_PRESETS)
 
 
-def _check(name, value, kind):
-    """`value` normalised to its kind, or `GPT2ConfigError` naming the field."""
-    if kind in ("optional_int", "optional_id") and value is None:
-        return None
-    if kind in ("int", "optional_int", "optional_id"):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-                isinstance(value, float) and not value.is_integer()):
-            raise GPT2ConfigError("`%s` must be an integer, got %r" % (name, value))
-        value = int(value)
-        if kind == "optional_id":
-            if value < 0:
-                raise GPT2ConfigError("`%s` must be >= 0, got %d" % (name, value))
-        elif value <= 0:
-            raise GPT2ConfigError("`%s` must be positive, got %d" % (name, value))
-        return value
-    if kind == "str":
-        if not isinstance(value, str) or not value:
-            raise GPT2ConfigError("`%s` must be a non-empty string, got %r" % (name, value))
-        return value
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise GPT2ConfigError("`%s` must be a number, got %r" % (name, value))
-    value = float(value)
-    if kind == "prob" and not 0.0 <= value < 1.0:
-        raise GPT2ConfigError("`%s` must be in [0, 1), got %s" % (name, value))
-    if kind == "positive_float" and not value > 0.0:
-        raise GPT2ConfigError("`%s` must be positive, got %s" % (name, value))
-    return value
-
-
-class GPT2Config:
+class GPT2Config(hf_config.HFConfig):
     """GPT-2's hyper-parameters (HF `GPT2Config` field names and defaults).
 
     Args:
@@ -160,29 +129,27 @@ class GPT2Config:
         **extra: other keys, kept and written back.
     """
 
+    FIELDS = _FIELDS
+    ERROR = GPT2ConfigError
+    SCHEMA = GPT2_SCHEMA
+    WHAT = "a GPT-2 config"
+    MODEL_TYPE = "gpt2"
+    REFUSED = _REFUSED
+
     def __init__(self, **values):
-        extra = {k: v for k, v in values.items() if k not in _DEFAULTS}
+        extra = self._extras(values)
         if "n_ctx" in extra and "n_positions" not in values:
             # OpenAI's hparams and old HF configs: n_ctx is the context.
             values["n_positions"] = extra["n_ctx"]
         if "n_vocab" in extra and "vocab_size" not in values:
             values["vocab_size"] = extra["n_vocab"]  # OpenAI's hparams.json
-        for name, default, kind in _FIELDS:
-            setattr(self, name, _check(name, values.get(name, default), kind))
-        if self.n_embd % self.n_head:
-            raise GPT2ConfigError("`n_embd` (%d) must be a multiple of `n_head` (%d)"
-                                  % (self.n_embd, self.n_head))
+        self._set_fields(values)
+        self._check_multiple("n_embd", "n_head")
         if not isinstance(self.activation_function, str) or (
                 self.activation_function.lower() not in HF_ACTIVATIONS):
             raise GPT2ConfigError("`activation_function` %r is not supported; known: %s"
                                   % (self.activation_function, ", ".join(HF_ACTIVATIONS)))
-        model_type = extra.get("model_type")
-        if model_type is not None and model_type != "gpt2":
-            raise GPT2ConfigError("`model_type` is %r, not 'gpt2'" % (model_type,))
-        for key, (default, what) in _REFUSED.items():
-            if key in extra and extra[key] != default:
-                raise GPT2ConfigError("`%s`=%r (%s) is not supported by this GPT-2 network"
-                                      % (key, extra[key], what))
+        self._check_extras(extra)
         self.extra = copy.deepcopy(extra)
 
     # ------------------------------------------------- BERT-style aliases
@@ -190,14 +157,6 @@ class GPT2Config:
     @property
     def hidden_size(self):
         return self.n_embd
-
-    @property
-    def num_hidden_layers(self):
-        return self.n_layer
-
-    @property
-    def num_attention_heads(self):
-        return self.n_head
 
     @property
     def intermediate_size(self):
@@ -212,28 +171,7 @@ class GPT2Config:
         """This project's name of the activation (`modeling.layers.get_activation`)."""
         return HF_ACTIVATIONS[self.activation_function.lower()]
 
-    # ---------------------------------------------------------------- dicts
-
-    @classmethod
-    def from_dict(cls, values):
-        if not isinstance(values, dict):
-            raise GPT2ConfigError("a GPT-2 config must be a JSON object, got %s"
-                                  % type(values).__name__)
-        return cls(**values)
-
-    def to_dict(self):
-        """The known fields in HF's order, then the extras."""
-        out = {name: getattr(self, name) for name in _FIELD_NAMES}
-        out.update(copy.deepcopy(self.extra))
-        return out
-
-    def to_json_string(self):
-        return json.dumps(self.to_dict(), indent=2) + "\n"
-
-    def replace(self, **changes):
-        values = self.to_dict()
-        values.update(changes)
-        return type(self).from_dict(values)
+    # -------------------------------------------------------------- presets
 
     @classmethod
     def from_preset(cls, name, vocab_size=50257, **overrides):
@@ -247,25 +185,6 @@ class GPT2Config:
             values.update(bos_token_id=vocab_size - 1, eos_token_id=vocab_size - 1)
         values.update(overrides)
         return cls(**values)
-
-    # ---------------------------------------------------------------- files
-
-    @classmethod
-    def from_json_file(cls, path):
-        """Reads a GPT-2 `config.json` (HF's or this project's: the same format)."""
-        return GPT2_SCHEMA.read_file(path, cls.from_dict, GPT2ConfigError)
-
-    def to_json_file(self, path):
-        """Writes the config atomically (a temporary file renamed over `path`)."""
-        atomic.write_text(path, self.to_json_string())
-
-    def __eq__(self, other):
-        if not isinstance(other, GPT2Config):
-            return NotImplemented
-        return self.to_dict() == other.to_dict()
-
-    def __repr__(self):
-        return "GPT2Config(%s)" % ", ".join("%s=%r" % kv for kv in self.to_dict().items())
 
 
 def load_gpt2_config(path):

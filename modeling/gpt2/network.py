@@ -59,6 +59,7 @@ from modeling.layers import causal_attention_mask
 from modeling.layers import padding_attention_mask
 from modeling.layers import truncated_normal_initializer
 from modeling.layers.common import PACKAGE as _PACKAGE
+from modeling.layers.config_fields import ConfigFields
 
 __all__ = ["GPT2Embeddings", "GPT2Network"]
 
@@ -127,7 +128,7 @@ def _activation_name(name):
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class GPT2Network(keras.Model):
+class GPT2Network(ConfigFields, keras.Model):
     """The GPT-2 decoder stack (see the module docstring).
 
     Class attributes a decoder of the same shape overrides (`modeling.gpt`'s
@@ -142,6 +143,9 @@ class GPT2Network(keras.Model):
         **kwargs: Keras `Model` arguments (`name`, `dtype`, `trainable`).
     """
 
+    _CONFIG_FIELDS = _CONFIG_FIELDS
+    _EXTRA_CONFIG_FIELDS = ("output_attention_probs",)
+
     family_name = "gpt2"
     norm_first = True
     final_layer_norm = True
@@ -155,19 +159,8 @@ class GPT2Network(keras.Model):
         super().__init__(**kwargs)
         if n_embd % n_head:
             raise ValueError("n_embd (%d) must be a multiple of n_head (%d)." % (n_embd, n_head))
-        self.vocab_size = vocab_size
-        self.n_positions = n_positions
-        self.n_embd = n_embd
-        self.n_layer = n_layer
-        self.n_head = n_head
-        self.n_inner = n_inner
-        self.activation_function = activation_function
-        self.resid_pdrop = resid_pdrop
-        self.embd_pdrop = embd_pdrop
-        self.attn_pdrop = attn_pdrop
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self.initializer_range = initializer_range
-        self.output_attention_probs = output_attention_probs
+        # GPT-2's fields (a subclass's `_CONFIG_FIELDS`, e.g. GPT's, are its own).
+        self._set_fields(locals(), _CONFIG_FIELDS + GPT2Network._EXTRA_CONFIG_FIELDS)
         policy = self.dtype_policy
         self.embeddings = GPT2Embeddings(
             vocab_size, n_positions, n_embd, embd_pdrop=embd_pdrop,
@@ -220,18 +213,11 @@ class GPT2Network(keras.Model):
     def head_size(self):
         return self.n_embd // self.n_head
 
-    @classmethod
-    def from_config_object(cls, config, **kwargs):
-        """A network for a `GPT2Config`; `kwargs` go to the constructor (`name`, `dtype`)."""
-        args = {field: getattr(config, field) for field in _CONFIG_FIELDS}
-        args.update(kwargs)
-        return cls(**args)
-
     def gpt2_config(self):
         """The `GPT2Config` of this network."""
         from modeling.gpt2.config import GPT2Config  # pylint: disable=g-import-not-at-top
 
-        return GPT2Config(**{field: getattr(self, field) for field in _CONFIG_FIELDS})
+        return self.config_object(GPT2Config)
 
     # ------------------------------------------------------------------ call
 
@@ -336,20 +322,3 @@ class GPT2Network(keras.Model):
         outputs = self.call_with_cache(token_ids, cache, input_mask=input_mask,
                                        position_ids=position_ids)
         return outputs["logits"][:, 0], outputs["cache"]
-
-    # --------------------------------------------------------------- config
-
-    def get_config(self):
-        config = {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.saving.serialize_keras_object(self.dtype_policy),
-            "output_attention_probs": self.output_attention_probs,
-        }
-        for field in _CONFIG_FIELDS:
-            config[field] = getattr(self, field)
-        return config
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)

@@ -58,6 +58,25 @@ class BertEmbeddings(keras.layers.Layer):
             hidden_dropout_prob, dtype=self.dtype_policy, name="dropout"
         )
 
+    @classmethod
+    def of_encoder(cls, encoder, hidden_size=None):
+        """The `embeddings` of a BERT-shaped `encoder`, from its attributes of the same names.
+
+        `hidden_size`: the embeddings' width (ALBERT's `embedding_size`);
+        None: the encoder's `hidden_size`.
+        """
+        return cls(
+            vocab_size=encoder.vocab_size,
+            hidden_size=encoder.hidden_size if hidden_size is None else hidden_size,
+            max_position_embeddings=encoder.max_position_embeddings,
+            type_vocab_size=encoder.type_vocab_size,
+            initializer_range=encoder.initializer_range,
+            hidden_dropout_prob=encoder.hidden_dropout_prob,
+            layer_norm_epsilon=encoder.layer_norm_epsilon,
+            dtype=encoder.dtype_policy,
+            name="embeddings",
+        )
+
     def build(self, input_shape=None):
         if self.built:
             return

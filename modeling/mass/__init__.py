@@ -41,14 +41,6 @@ def _demo_config(vocab_size):
                       max_position_embeddings=128, type_vocab_size=2)
 
 
-registry.encoders.register("mass", MassNetwork)
-FAMILY = registry.families.register("mass", registry.Family(
-    name="mass",
-    config_class=MassConfig,
-    load_config=load_mass_config,
-    build_encoder=MassNetwork.from_config_object,
-    demo_config=_demo_config,
-    config_file_name="mass_config.json",
-    is_encoder=lambda model: isinstance(model, MassNetwork),
-    has_pooler=False,
-))
+FAMILY = registry.families.register("mass", registry.network_family(
+    "mass", MassNetwork, MassConfig, load_mass_config, _demo_config, "mass_config.json",
+    has_pooler=False))

@@ -56,6 +56,7 @@ from modeling.layers import causal_attention_mask
 from modeling.layers import padding_attention_mask
 from modeling.layers.common import LAYER_NORM_EPSILON
 from modeling.layers.common import PACKAGE as _PACKAGE
+from modeling.layers.config_fields import ConfigFields
 
 __all__ = ["MassNetwork"]
 
@@ -66,7 +67,7 @@ _CONFIG_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_decoder
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class MassNetwork(keras.Model):
+class MassNetwork(ConfigFields, keras.Model):
     """The MASS encoder-decoder (see the module docstring).
 
     Args:
@@ -75,6 +76,9 @@ class MassNetwork(keras.Model):
         output_attention_probs: default for returning attention probabilities.
         **kwargs: Keras `Model` arguments (`name`, `dtype`, `trainable`).
     """
+
+    _CONFIG_FIELDS = _CONFIG_FIELDS
+    _EXTRA_CONFIG_FIELDS = ("layer_norm_epsilon", "output_attention_probs")
 
     def __init__(self, vocab_size, hidden_size=768, num_hidden_layers=6,
                  num_decoder_layers=None, num_attention_heads=12, intermediate_size=3072,
@@ -85,26 +89,9 @@ class MassNetwork(keras.Model):
                  **kwargs):
         kwargs.setdefault("name", "mass")
         super().__init__(**kwargs)
-        self.vocab_size = vocab_size
-        self.hidden_size = hidden_size
-        self.num_hidden_layers = num_hidden_layers
-        self.num_decoder_layers = num_decoder_layers or num_hidden_layers
-        self.num_attention_heads = num_attention_heads
-        self.intermediate_size = intermediate_size
-        self.hidden_act = hidden_act
-        self.hidden_dropout_prob = hidden_dropout_prob
-        self.attention_probs_dropout_prob = attention_probs_dropout_prob
-        self.max_position_embeddings = max_position_embeddings
-        self.type_vocab_size = type_vocab_size
-        self.initializer_range = initializer_range
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self.output_attention_probs = output_attention_probs
+        self._set_fields(locals(), num_decoder_layers=num_decoder_layers or num_hidden_layers)
         policy = self.dtype_policy
-        self.embeddings = BertEmbeddings(
-            vocab_size, hidden_size, max_position_embeddings=max_position_embeddings,
-            type_vocab_size=type_vocab_size, initializer_range=initializer_range,
-            hidden_dropout_prob=hidden_dropout_prob, layer_norm_epsilon=layer_norm_epsilon,
-            dtype=policy, name="embeddings")
+        self.embeddings = BertEmbeddings.of_encoder(self)
         common = dict(hidden_size=hidden_size, num_attention_heads=num_attention_heads,
                       intermediate_size=intermediate_size, hidden_act=hidden_act,
                       hidden_dropout_prob=hidden_dropout_prob,
@@ -135,13 +122,6 @@ class MassNetwork(keras.Model):
     def embedding_table(self):
         """The shared token table `[vocab_size, hidden_size]` (input of both sides, tied output)."""
         return self.embeddings.word_embeddings
-
-    @classmethod
-    def from_config_object(cls, config, **kwargs):
-        """A network for a `MassConfig`; `kwargs` go to the constructor (`name`, `dtype`)."""
-        args = {field: getattr(config, field) for field in _CONFIG_FIELDS}
-        args.update(kwargs)
-        return cls(**args)
 
     # ------------------------------------------------------------ the parts
 
@@ -227,21 +207,3 @@ class MassNetwork(keras.Model):
             if output_attention_probs:
                 outputs["decoder_attention_probs"] = decoder_probs
         return outputs
-
-    # --------------------------------------------------------------- config
-
-    def get_config(self):
-        config = {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.saving.serialize_keras_object(self.dtype_policy),
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-            "output_attention_probs": self.output_attention_probs,
-        }
-        for field in _CONFIG_FIELDS:
-            config[field] = getattr(self, field)
-        return config
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)

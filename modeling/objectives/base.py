@@ -65,6 +65,7 @@ import tensorflow as tf
 
 from data.pretraining.baselines import unigram_statistics
 from modeling.layers.common import PACKAGE as _PACKAGE
+from modeling.layers.encoder_models import EncoderModel
 
 __all__ = ["BertPretrainer", "Objective", "Pretrainer", "head_kwargs", "perplexities",
            "sparse_cross_entropy"]
@@ -255,7 +256,7 @@ def _stat(total, count):
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class BertPretrainer(keras.Model):
+class BertPretrainer(EncoderModel, keras.Model):
     """An encoder trained by a list of objectives.
 
     Args:
@@ -345,26 +346,14 @@ class BertPretrainer(keras.Model):
         return total_loss, metrics
 
     def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.saving.serialize_keras_object(self.dtype_policy),
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-            "objectives": [
-                keras.saving.serialize_keras_object(objective)
-                for objective in self.objectives
-            ],
-        }
+        return self.encoder_model_config(objectives=[
+            keras.saving.serialize_keras_object(objective) for objective in self.objectives])
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        config["objectives"] = [
-            keras.saving.deserialize_keras_object(objective)
-            for objective in config["objectives"]
-        ]
-        return cls(**config)
+        objectives = [keras.saving.deserialize_keras_object(objective)
+                      for objective in config["objectives"]]
+        return super().from_config(dict(config, objectives=objectives))
 
 
 # The generic name: an encoder/network trained by a list of objectives.

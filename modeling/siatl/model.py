@@ -61,6 +61,7 @@ import keras
 import tensorflow as tf
 
 from modeling.layers.common import PACKAGE as _PACKAGE
+from modeling.layers.encoder_models import EncoderModel
 from modeling.tasks import classification
 
 __all__ = ["AttentionPooling", "GAMMA_DECAYS", "SiatlClassifier", "aux_lm_weight"]
@@ -175,7 +176,7 @@ class _CheckpointedWeights(tf.Module):
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class SiatlClassifier(keras.Model):
+class SiatlClassifier(EncoderModel, keras.Model):
     """A pre-trained LM + task BiLSTM + self-attention pooling + dense (see the module docstring).
 
     Args:
@@ -196,6 +197,8 @@ class SiatlClassifier(keras.Model):
         gamma_start, gamma_end, gamma_decay, gamma_decay_steps: the
             auxiliary LM loss weight (`aux_lm_weight`).
     """
+
+    NESTED = ("encoder", "lm_objective")
 
     def __init__(self, encoder, lm_objective, num_labels, task_type=classification.CLASSIFICATION,
                  hidden_size=64, attention_size=None, dropout_rate=0.2, gamma_start=0.2,
@@ -349,26 +352,10 @@ class SiatlClassifier(keras.Model):
         return total, metrics
 
     def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.saving.serialize_keras_object(self.dtype_policy),
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-            "lm_objective": keras.saving.serialize_keras_object(self.lm_objective),
-            "num_labels": self.num_labels,
-            "task_type": self.task_type,
-            "hidden_size": self.hidden_size,
-            "attention_size": self.attention_size,
-            "dropout_rate": self.dropout_rate,
-            "gamma_start": self.gamma_start,
-            "gamma_end": self.gamma_end,
-            "gamma_decay": self.gamma_decay,
-            "gamma_decay_steps": self.gamma_decay_steps,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        config["lm_objective"] = keras.saving.deserialize_keras_object(config["lm_objective"])
-        return cls(**config)
+        return self.encoder_model_config(
+            lm_objective=keras.saving.serialize_keras_object(self.lm_objective),
+            num_labels=self.num_labels, task_type=self.task_type,
+            hidden_size=self.hidden_size, attention_size=self.attention_size,
+            dropout_rate=self.dropout_rate, gamma_start=self.gamma_start,
+            gamma_end=self.gamma_end, gamma_decay=self.gamma_decay,
+            gamma_decay_steps=self.gamma_decay_steps)

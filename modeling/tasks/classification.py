@@ -55,7 +55,7 @@ import numpy as np
 import tensorflow as tf
 
 from modeling import registry
-from modeling.layers import truncated_normal_initializer
+from modeling.layers.encoder_models import EncoderModel
 
 __all__ = [
     "BertClassifier",
@@ -137,7 +137,7 @@ def task_loss_and_metrics(outputs, features, task_type, num_labels):
 
 
 @keras.saving.register_keras_serializable(package="bert_family")
-class BertClassifier(keras.Model):
+class BertClassifier(EncoderModel, keras.Model):
     """An encoder plus a dense layer on its pooled output.
 
     Args:
@@ -170,27 +170,12 @@ class BertClassifier(keras.Model):
         self.encoder = encoder
         self.num_labels = int(num_labels)
         self.task_type = task_type
-        if dropout_rate is None:
-            dropout_rate = getattr(encoder, "hidden_dropout_prob", 0.1)
-        if initializer_range is None:
-            initializer_range = getattr(encoder, "initializer_range", 0.02)
-        self.dropout_rate = float(dropout_rate)
-        self.initializer_range = float(initializer_range)
+        self.set_head_rates(initializer_range, dropout_rate)
         self.dropout = keras.layers.Dropout(self.dropout_rate, dtype=self.dtype_policy,
                                             name="dropout")
         hidden_size = encoder.hidden_size
-        self.output_weights = self.add_weight(
-            name="output_weights", shape=(self.num_labels, hidden_size),
-            initializer=truncated_normal_initializer(self.initializer_range))
-        self.output_bias = self.add_weight(
-            name="output_bias", shape=(self.num_labels,), initializer="zeros")
+        self.add_output_weights(self.num_labels, hidden_size)
         self.build()
-
-    def build(self, input_shape=None):
-        if self.built:
-            return
-        self.encoder.build()
-        self.built = True
 
     @classmethod
     def from_config_object(cls, bert_config, num_labels=None, task_type=CLASSIFICATION,
@@ -201,9 +186,7 @@ class BertClassifier(keras.Model):
         (`hidden_dropout_prob`, `initializer_range`).
         """
         kwargs = {} if dtype is None else {"dtype": dtype}
-        if isinstance(family, str):
-            family = registry.families.get(family)
-        encoder = family.build_encoder(bert_config, **kwargs, **encoder_kwargs)
+        encoder = registry.build_encoder(bert_config, family, **kwargs, **encoder_kwargs)
         return cls(encoder, num_labels=num_labels, task_type=task_type,
                    dropout_rate=bert_config.hidden_dropout_prob,
                    initializer_range=bert_config.initializer_range, **kwargs)
@@ -226,22 +209,9 @@ class BertClassifier(keras.Model):
     # ---------------------------------------------------------------- config
 
     def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.saving.serialize_keras_object(self.dtype_policy),
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-            "num_labels": self.num_labels,
-            "task_type": self.task_type,
-            "dropout_rate": self.dropout_rate,
-            "initializer_range": self.initializer_range,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)
+        return self.encoder_model_config(num_labels=self.num_labels, task_type=self.task_type,
+                                         dropout_rate=self.dropout_rate,
+                                         initializer_range=self.initializer_range)
 
 
 # ------------------------------------------------------------------ metrics

@@ -61,9 +61,7 @@ class BertMultipleChoice(classification.BertClassifier):
                            family=registry.DEFAULT_FAMILY, **encoder_kwargs):
         """A multiple-choice model over a fresh encoder of `family` for its config."""
         kwargs = {} if dtype is None else {"dtype": dtype}
-        if isinstance(family, str):
-            family = registry.families.get(family)
-        encoder = family.build_encoder(bert_config, **kwargs, **encoder_kwargs)
+        encoder = registry.build_encoder(bert_config, family, **kwargs, **encoder_kwargs)
         return cls(encoder, num_choices=num_choices,
                    dropout_rate=bert_config.hidden_dropout_prob,
                    initializer_range=bert_config.initializer_range, **kwargs)

@@ -55,7 +55,8 @@ import keras
 import tensorflow as tf
 
 from modeling import registry
-from modeling.layers import truncated_normal_initializer
+from modeling.layers.encoder_models import EncoderModel
+from modeling.layers.encoder_models import add_output_weights
 from modeling.tasks import classification as classifier_lib
 
 __all__ = ["MultiTaskModel", "TaskHead", "HEADS", "ranking_loss"]
@@ -87,11 +88,7 @@ class TaskHead(keras.layers.Layer):
         self.num_outputs = int(num_outputs)
         self.hidden_size = int(hidden_size)
         self.initializer_range = float(initializer_range)
-        self.output_weights = self.add_weight(
-            name="output_weights", shape=(self.num_outputs, self.hidden_size),
-            initializer=truncated_normal_initializer(self.initializer_range))
-        self.output_bias = self.add_weight(name="output_bias", shape=(self.num_outputs,),
-                                           initializer="zeros")
+        add_output_weights(self, self.num_outputs, self.hidden_size, self.initializer_range)
         self.built = True
 
     def call(self, x):
@@ -135,7 +132,7 @@ def ranking_loss(scores, gold, weights, num_choices):
 
 
 @keras.saving.register_keras_serializable(package="bert_family")
-class MultiTaskModel(keras.Model):
+class MultiTaskModel(EncoderModel, keras.Model):
     """A shared encoder and one `TaskHead` per task (see the module docstring).
 
     Args:
@@ -152,12 +149,7 @@ class MultiTaskModel(keras.Model):
         if not tasks:
             raise ValueError("a multi-task model needs at least one task")
         self.encoder = encoder
-        if dropout_rate is None:
-            dropout_rate = getattr(encoder, "hidden_dropout_prob", 0.1)
-        if initializer_range is None:
-            initializer_range = getattr(encoder, "initializer_range", 0.02)
-        self.dropout_rate = float(dropout_rate)
-        self.initializer_range = float(initializer_range)
+        self.set_head_rates(initializer_range, dropout_rate)
         self.tasks = []
         heads = []
         for task in tasks:
@@ -180,19 +172,11 @@ class MultiTaskModel(keras.Model):
                                                      name="sequence_dropout")
         self.build()
 
-    def build(self, input_shape=None):
-        if self.built:
-            return
-        self.encoder.build()
-        self.built = True
-
     @classmethod
     def from_config_object(cls, bert_config, tasks, family=registry.DEFAULT_FAMILY,
                            **encoder_kwargs):
         """A model over a fresh encoder of `family` (a registered name) for `bert_config`."""
-        if isinstance(family, str):
-            family = registry.families.get(family)
-        encoder = family.build_encoder(bert_config, **encoder_kwargs)
+        encoder = registry.build_encoder(bert_config, family, **encoder_kwargs)
         return cls(encoder, tasks, dropout_rate=bert_config.hidden_dropout_prob,
                    initializer_range=bert_config.initializer_range)
 
@@ -311,14 +295,6 @@ class MultiTaskModel(keras.Model):
     # ---------------------------------------------------------------- config
 
     def get_config(self):
-        return {"name": self.name, "trainable": self.trainable,
-                "encoder": keras.saving.serialize_keras_object(self.encoder),
-                "tasks": [dict(t) for t in self.tasks],
-                "dropout_rate": self.dropout_rate,
-                "initializer_range": self.initializer_range}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)
+        return self.encoder_model_config(
+            with_dtype=False, tasks=[dict(t) for t in self.tasks],
+            dropout_rate=self.dropout_rate, initializer_range=self.initializer_range)

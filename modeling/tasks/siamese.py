@@ -59,7 +59,7 @@ import numpy as np
 import tensorflow as tf
 
 from modeling import registry
-from modeling.layers import truncated_normal_initializer
+from modeling.layers.encoder_models import EncoderModel
 
 __all__ = ["BiEncoder", "POOLINGS", "SIMILARITIES", "LOSSES", "pool", "pairwise_similarity",
            "similarity_matrix", "in_batch_negatives_loss", "softmax_pair_logits",
@@ -179,7 +179,7 @@ def _stat(total, count):
 
 
 @keras.saving.register_keras_serializable(package="bert_family")
-class BiEncoder(keras.Model):
+class BiEncoder(EncoderModel, keras.Model):
     """One shared encoder applied to two texts; pooled vectors; a similarity; a loss.
 
     Args:
@@ -212,31 +212,17 @@ class BiEncoder(keras.Model):
         self.loss_type = loss
         self.scale = float(scale)
         self.num_labels = int(num_labels) if num_labels else None
-        if initializer_range is None:
-            initializer_range = getattr(encoder, "initializer_range", 0.02)
-        self.initializer_range = float(initializer_range)
+        self.set_head_rates(initializer_range)
         self.output_weights = self.output_bias = None
         if loss == "softmax":
-            self.output_weights = self.add_weight(
-                name="output_weights", shape=(self.num_labels, 3 * encoder.hidden_size),
-                initializer=truncated_normal_initializer(self.initializer_range))
-            self.output_bias = self.add_weight(
-                name="output_bias", shape=(self.num_labels,), initializer="zeros")
+            self.add_output_weights(self.num_labels, 3 * encoder.hidden_size)
         self.build()
-
-    def build(self, input_shape=None):
-        if self.built:
-            return
-        self.encoder.build()
-        self.built = True
 
     @classmethod
     def from_config_object(cls, config, family=registry.DEFAULT_FAMILY, dtype=None, **kwargs):
         """A bi-encoder over a fresh encoder of `family` (a registered name) for `config`."""
         model_kwargs = {} if dtype is None else {"dtype": dtype}
-        if isinstance(family, str):
-            family = registry.families.get(family)
-        encoder = family.build_encoder(config, **model_kwargs)
+        encoder = registry.build_encoder(config, family, **model_kwargs)
         kwargs.setdefault("initializer_range", getattr(config, "initializer_range", 0.02))
         return cls(encoder, **model_kwargs, **kwargs)
 
@@ -291,21 +277,7 @@ class BiEncoder(keras.Model):
     # ---------------------------------------------------------------- config
 
     def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.saving.serialize_keras_object(self.dtype_policy),
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-            "pooling": self.pooling,
-            "similarity": self.similarity,
-            "loss": self.loss_type,
-            "scale": self.scale,
-            "num_labels": self.num_labels,
-            "initializer_range": self.initializer_range,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)
+        return self.encoder_model_config(
+            pooling=self.pooling, similarity=self.similarity, loss=self.loss_type,
+            scale=self.scale, num_labels=self.num_labels,
+            initializer_range=self.initializer_range)

@@ -21,7 +21,7 @@ import keras
 import tensorflow as tf
 
 from modeling import registry
-from modeling.layers import truncated_normal_initializer
+from modeling.layers.encoder_models import EncoderModel
 
 __all__ = ["BertSpanQA"]
 
@@ -29,7 +29,7 @@ ENCODER_INPUTS = ("input_ids", "input_mask", "segment_ids")
 
 
 @keras.saving.register_keras_serializable(package="bert_family")
-class BertSpanQA(keras.Model):
+class BertSpanQA(EncoderModel, keras.Model):
     """Start/end logits over every position of an encoder's `sequence_output`.
 
     Args:
@@ -43,28 +43,14 @@ class BertSpanQA(keras.Model):
         kwargs.setdefault("name", "bert_span_qa")
         super().__init__(**kwargs)
         self.encoder = encoder
-        if initializer_range is None:
-            initializer_range = getattr(encoder, "initializer_range", 0.02)
-        self.initializer_range = float(initializer_range)
-        self.output_weights = self.add_weight(
-            name="output_weights", shape=(2, encoder.hidden_size),
-            initializer=truncated_normal_initializer(self.initializer_range))
-        self.output_bias = self.add_weight(name="output_bias", shape=(2,),
-                                           initializer="zeros")
+        self.set_head_rates(initializer_range)
+        self.add_output_weights(2, encoder.hidden_size)
         self.build()
-
-    def build(self, input_shape=None):
-        if self.built:
-            return
-        self.encoder.build()
-        self.built = True
 
     @classmethod
     def from_config_object(cls, bert_config, family=registry.DEFAULT_FAMILY, **encoder_kwargs):
         """A span-QA model over a fresh encoder of `family` for `bert_config`."""
-        if isinstance(family, str):
-            family = registry.families.get(family)
-        encoder = family.build_encoder(bert_config, **encoder_kwargs)
+        encoder = registry.build_encoder(bert_config, family, **encoder_kwargs)
         return cls(encoder, initializer_range=bert_config.initializer_range)
 
     def call(self, features, training=None):
@@ -100,12 +86,5 @@ class BertSpanQA(keras.Model):
         return tf.math.divide_no_nan(loss_sum, count), metrics
 
     def get_config(self):
-        return {"name": self.name, "trainable": self.trainable,
-                "encoder": keras.saving.serialize_keras_object(self.encoder),
-                "initializer_range": self.initializer_range}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)
+        return self.encoder_model_config(with_dtype=False,
+                                         initializer_range=self.initializer_range)

@@ -32,7 +32,7 @@ import keras
 import tensorflow as tf
 
 from modeling import registry
-from modeling.layers import truncated_normal_initializer
+from modeling.layers.encoder_models import EncoderModel
 
 __all__ = ["BertTagger", "crf_sequence_score", "crf_log_norm", "viterbi_decode",
            "compact_positions"]
@@ -117,7 +117,7 @@ def compact_positions(label_mask):
 
 
 @keras.saving.register_keras_serializable(package="bert_family")
-class BertTagger(keras.Model):
+class BertTagger(EncoderModel, keras.Model):
     """An encoder plus a dense tag layer per token, optionally a CRF.
 
     Args:
@@ -136,19 +136,10 @@ class BertTagger(keras.Model):
         self.encoder = encoder
         self.num_labels = int(num_labels)
         self.use_crf = bool(use_crf)
-        if dropout_rate is None:
-            dropout_rate = getattr(encoder, "hidden_dropout_prob", 0.1)
-        if initializer_range is None:
-            initializer_range = getattr(encoder, "initializer_range", 0.02)
-        self.dropout_rate = float(dropout_rate)
-        self.initializer_range = float(initializer_range)
+        self.set_head_rates(initializer_range, dropout_rate)
         self.dropout = keras.layers.Dropout(self.dropout_rate, name="dropout")
         hidden = encoder.hidden_size
-        init = truncated_normal_initializer(self.initializer_range)
-        self.output_weights = self.add_weight(name="output_weights",
-                                              shape=(self.num_labels, hidden), initializer=init)
-        self.output_bias = self.add_weight(name="output_bias", shape=(self.num_labels,),
-                                           initializer="zeros")
+        self.add_output_weights(self.num_labels, hidden)
         if self.use_crf:
             self.transitions = self.add_weight(name="crf_transitions",
                                                shape=(self.num_labels, self.num_labels),
@@ -159,18 +150,10 @@ class BertTagger(keras.Model):
                                                    initializer="zeros")
         self.build()
 
-    def build(self, input_shape=None):
-        if self.built:
-            return
-        self.encoder.build()
-        self.built = True
-
     @classmethod
     def from_config_object(cls, bert_config, num_labels, use_crf=False,
                            family=registry.DEFAULT_FAMILY, **encoder_kwargs):
-        if isinstance(family, str):
-            family = registry.families.get(family)
-        encoder = family.build_encoder(bert_config, **encoder_kwargs)
+        encoder = registry.build_encoder(bert_config, family, **encoder_kwargs)
         return cls(encoder, num_labels=num_labels, use_crf=use_crf,
                    dropout_rate=bert_config.hidden_dropout_prob,
                    initializer_range=bert_config.initializer_range)
@@ -225,13 +208,6 @@ class BertTagger(keras.Model):
         return loss, metrics
 
     def get_config(self):
-        return {"name": self.name, "trainable": self.trainable,
-                "encoder": keras.saving.serialize_keras_object(self.encoder),
-                "num_labels": self.num_labels, "use_crf": self.use_crf,
-                "dropout_rate": self.dropout_rate, "initializer_range": self.initializer_range}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)
+        return self.encoder_model_config(
+            with_dtype=False, num_labels=self.num_labels, use_crf=self.use_crf,
+            dropout_rate=self.dropout_rate, initializer_range=self.initializer_range)

@@ -54,16 +54,8 @@ def demo_config(vocab_size):
                          hidden_p=0.15, output_p=0.1, initrange=0.5)
 
 
-registry.encoders.register("ulmfit", AwdLstm)
-FAMILY = registry.families.register("ulmfit", registry.Family(
-    name="ulmfit",
-    config_class=AwdLstmConfig,
-    load_config=load_awd_lstm_config,
-    build_encoder=AwdLstm.from_config_object,
-    demo_config=demo_config,
-    config_file_name=CONFIG_FILE_NAME,
-    is_encoder=lambda model: isinstance(model, AwdLstm),
-    has_pooler=False,
-))
+FAMILY = registry.families.register("ulmfit", registry.network_family(
+    "ulmfit", AwdLstm, AwdLstmConfig, load_awd_lstm_config, demo_config, CONFIG_FILE_NAME,
+    has_pooler=False))
 # run_classifier's --model_family=ulmfit (the AWD-LSTM with concat pooling).
 from modeling.ulmfit import classification  # noqa: E402,F401  pylint: disable=g-import-not-at-top

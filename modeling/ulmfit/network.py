@@ -47,6 +47,7 @@ import keras
 import tensorflow as tf
 
 from modeling.layers.common import PACKAGE as _PACKAGE
+from modeling.layers.config_fields import ConfigFields
 
 __all__ = ["AwdLstm", "WeightDropLSTM", "WordEmbedding"]
 
@@ -217,13 +218,15 @@ class WordEmbedding(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class AwdLstm(keras.Model):
+class AwdLstm(ConfigFields, keras.Model):
     """The AWD-LSTM network (see the module docstring).
 
     Args: the fields of `AwdLstmConfig` (`vocab_size`, `embedding_size`,
     `hidden_size`, `num_hidden_layers`, the five dropouts, `initrange`), and Keras
     `Model` arguments (`name`, `dtype`).
     """
+
+    _CONFIG_FIELDS = _CONFIG_FIELDS
 
     def __init__(self, vocab_size, embedding_size=400, hidden_size=1150, num_hidden_layers=3,
                  embed_p=0.02, input_p=0.25, weight_p=0.2, hidden_p=0.15, output_p=0.1,
@@ -273,13 +276,6 @@ class AwdLstm(keras.Model):
     def layer_sizes(self):
         return [lstm.units for lstm in self.lstms]
 
-    @classmethod
-    def from_config_object(cls, config, **kwargs):
-        """A network for an `AwdLstmConfig`; `kwargs` go to the constructor (`name`, `dtype`)."""
-        args = {field: getattr(config, field) for field in _CONFIG_FIELDS}
-        args.update(kwargs)
-        return cls(**args)
-
     def call(self, inputs, training=None):
         features = inputs if isinstance(inputs, dict) else {"input_ids": inputs}
         if "input_ids" not in features:
@@ -305,14 +301,3 @@ class AwdLstm(keras.Model):
             "embedding_output": embedded,
             "input_mask": input_mask,
         }
-
-    def get_config(self):
-        config = {"name": self.name, "trainable": self.trainable,
-                  "dtype": keras.saving.serialize_keras_object(self.dtype_policy)}
-        for field in _CONFIG_FIELDS:
-            config[field] = getattr(self, field)
-        return config
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)

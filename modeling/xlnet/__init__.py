@@ -36,17 +36,8 @@ def _demo_config(vocab_size):
                        mem_len=32, dropout=0.1)
 
 
-registry.encoders.register("xlnet", XLNetNetwork)
-FAMILY = registry.families.register("xlnet", registry.Family(
-    name="xlnet",
-    config_class=XLNetConfig,
-    load_config=load_xlnet_config,
-    build_encoder=XLNetNetwork.from_config_object,
-    demo_config=_demo_config,
-    config_file_name="config.json",
-    head_activation=lambda config: config.hidden_act,
-    is_encoder=lambda model: isinstance(model, XLNetNetwork),
-    has_pooler=True,
-))
+FAMILY = registry.families.register("xlnet", registry.network_family(
+    "xlnet", XLNetNetwork, XLNetConfig, load_xlnet_config, _demo_config, "config.json",
+    head_activation=lambda config: config.hidden_act, has_pooler=True))
 # run_classifier's --model_family=xlnet (`A <sep> B <sep> <cls>`, left padded).
 from modeling.xlnet import classification  # noqa: E402,F401  pylint: disable=g-import-not-at-top

@@ -22,10 +22,9 @@ relative: any length works).
 """
 
 import copy
-import json
 
-from data import atomic
 from modeling import config_schema
+from modeling import hf_config
 
 __all__ = ["XLNetConfig", "XLNetConfigError", "load_xlnet_config"]
 
@@ -52,7 +51,6 @@ _FIELDS = (
     ("initializer_range", 0.02, "positive_float"),
 )
 _FIELD_NAMES = tuple(name for name, _, _ in _FIELDS)
-_DEFAULTS = {name: default for name, default, _ in _FIELDS}
 
 # Options whose other values would make HF's model compute something else.
 _REFUSED = {
@@ -74,39 +72,7 @@ HF_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_new", "relu": "relu",
                   "swish": "swish", "silu": "silu", "tanh": "tanh"}
 
 
-def _check(name, value, kind):
-    """`value` normalised to its kind, or `XLNetConfigError` naming the field."""
-    if kind == "optional_count" and value is None:
-        return None
-    if kind == "bool":
-        if not isinstance(value, bool):
-            raise XLNetConfigError("`%s` must be true or false, got %r" % (name, value))
-        return value
-    if kind == "str":
-        if not isinstance(value, str) or not value:
-            raise XLNetConfigError("`%s` must be a non-empty string, got %r" % (name, value))
-        return value
-    if kind in ("int", "count", "optional_count", "signed_int"):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-                isinstance(value, float) and not value.is_integer()):
-            raise XLNetConfigError("`%s` must be an integer, got %r" % (name, value))
-        value = int(value)
-        if kind == "int" and value <= 0:
-            raise XLNetConfigError("`%s` must be positive, got %d" % (name, value))
-        if kind in ("count", "optional_count") and value < 0:
-            raise XLNetConfigError("`%s` must be >= 0, got %d" % (name, value))
-        return value
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise XLNetConfigError("`%s` must be a number, got %r" % (name, value))
-    value = float(value)
-    if kind == "prob" and not 0.0 <= value < 1.0:
-        raise XLNetConfigError("`%s` must be in [0, 1), got %s" % (name, value))
-    if kind == "positive_float" and not value > 0.0:
-        raise XLNetConfigError("`%s` must be positive, got %s" % (name, value))
-    return value
-
-
-class XLNetConfig:
+class XLNetConfig(hf_config.HFConfig):
     """XLNet's hyper-parameters (HF `XLNetConfig` field names).
 
     Args:
@@ -135,17 +101,21 @@ class XLNetConfig:
         **extra: other keys, kept and written back.
     """
 
+    FIELDS = _FIELDS
+    ERROR = XLNetConfigError
+    SCHEMA = XLNET_SCHEMA
+    WHAT = "an XLNet config"
+    MODEL_TYPE = "xlnet"
+    REFUSED = _REFUSED
+
     def __init__(self, **values):
-        extra = {k: v for k, v in values.items() if k not in _DEFAULTS}
+        extra = self._extras(values)
         if "n_token" in extra and "vocab_size" not in values:
             values["vocab_size"] = extra.pop("n_token")  # zihangdai/xlnet's name
         if values.get("mem_len") is None:
             values["mem_len"] = 0  # HF writes null for "no memory"
-        for name, default, kind in _FIELDS:
-            setattr(self, name, _check(name, values.get(name, default), kind))
-        if self.d_model % self.n_head:
-            raise XLNetConfigError("`d_model` (%d) must be a multiple of `n_head` (%d)"
-                                   % (self.d_model, self.n_head))
+        self._set_fields(values)
+        self._check_multiple("d_model", "n_head")
         d_head = extra.get("d_head")
         if d_head is not None and d_head != self.d_model // self.n_head:
             raise XLNetConfigError("`d_head` is %r but `d_model` / `n_head` is %d"
@@ -153,13 +123,7 @@ class XLNetConfig:
         if self.ff_activation.lower() not in HF_ACTIVATIONS:
             raise XLNetConfigError("`ff_activation` %r is not supported; known: %s"
                                    % (self.ff_activation, ", ".join(HF_ACTIVATIONS)))
-        model_type = extra.get("model_type")
-        if model_type is not None and model_type != "xlnet":
-            raise XLNetConfigError("`model_type` is %r, not 'xlnet'" % (model_type,))
-        for key, (default, what) in _REFUSED.items():
-            if key in extra and extra[key] != default:
-                raise XLNetConfigError("`%s`=%r (%s) is not supported by this XLNet network"
-                                       % (key, extra[key], what))
+        self._check_extras(extra)
         if self.reuse_len is not None and self.mem_len == 0:
             raise XLNetConfigError("`reuse_len` is %d but `mem_len` is 0 (no memory to reuse "
                                    "into)" % self.reuse_len)
@@ -170,14 +134,6 @@ class XLNetConfig:
     @property
     def hidden_size(self):
         return self.d_model
-
-    @property
-    def num_hidden_layers(self):
-        return self.n_layer
-
-    @property
-    def num_attention_heads(self):
-        return self.n_head
 
     @property
     def intermediate_size(self):
@@ -196,46 +152,6 @@ class XLNetConfig:
     def hidden_act(self):
         """This project's name of the activation (`modeling.layers.get_activation`)."""
         return HF_ACTIVATIONS[self.ff_activation.lower()]
-
-    # ---------------------------------------------------------------- dicts
-
-    @classmethod
-    def from_dict(cls, values):
-        if not isinstance(values, dict):
-            raise XLNetConfigError("an XLNet config must be a JSON object, got %s"
-                                   % type(values).__name__)
-        return cls(**values)
-
-    def to_dict(self):
-        """The known fields in HF's order, then the extras."""
-        out = {name: getattr(self, name) for name in _FIELD_NAMES}
-        out.update(copy.deepcopy(self.extra))
-        return out
-
-    def to_json_string(self):
-        return json.dumps(self.to_dict(), indent=2) + "\n"
-
-    def replace(self, **changes):
-        values = self.to_dict()
-        values.update(changes)
-        return type(self).from_dict(values)
-
-    @classmethod
-    def from_json_file(cls, path):
-        """Reads an XLNet `config.json` (HF's) or `xlnet_config.json` (zihangdai/xlnet's)."""
-        return XLNET_SCHEMA.read_file(path, cls.from_dict, XLNetConfigError)
-
-    def to_json_file(self, path):
-        """Writes the config atomically (a temporary file renamed over `path`)."""
-        atomic.write_text(path, self.to_json_string())
-
-    def __eq__(self, other):
-        if not isinstance(other, XLNetConfig):
-            return NotImplemented
-        return self.to_dict() == other.to_dict()
-
-    def __repr__(self):
-        return "XLNetConfig(%s)" % ", ".join("%s=%r" % kv for kv in self.to_dict().items())
 
 
 def load_xlnet_config(path):

@@ -96,6 +96,7 @@ import tensorflow as tf
 from modeling.layers import get_activation
 from modeling.layers import truncated_normal_initializer
 from modeling.layers.common import PACKAGE as _PACKAGE
+from modeling.layers.config_fields import ConfigFields
 from modeling.xlnet.config import HF_ACTIVATIONS
 
 __all__ = ["RelativeAttention", "XLNetFeedForward", "XLNetLayer", "XLNetNetwork",
@@ -407,7 +408,7 @@ class _MemoryState:
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class XLNetNetwork(keras.Model):
+class XLNetNetwork(ConfigFields, keras.Model):
     """The XLNet network (see the module docstring).
 
     Args:
@@ -417,6 +418,9 @@ class XLNetNetwork(keras.Model):
         **kwargs: Keras `Model` arguments (`name`, `dtype`, `trainable`).
     """
 
+    _CONFIG_FIELDS = _CONFIG_FIELDS
+    _EXTRA_CONFIG_FIELDS = ("output_attention_probs",)
+
     def __init__(self, vocab_size, d_model=1024, n_layer=24, n_head=16, d_inner=4096,
                  ff_activation="gelu", untie_r=True, mem_len=0, reuse_len=None,
                  bi_data=False, clamp_len=-1, dropout=0.1, layer_norm_eps=1e-12,
@@ -425,21 +429,7 @@ class XLNetNetwork(keras.Model):
         super().__init__(**kwargs)
         if d_model % n_head:
             raise ValueError("d_model (%d) must be a multiple of n_head (%d)." % (d_model, n_head))
-        self.vocab_size = vocab_size
-        self.d_model = d_model
-        self.n_layer = n_layer
-        self.n_head = n_head
-        self.d_inner = d_inner
-        self.ff_activation = ff_activation
-        self.untie_r = untie_r
-        self.mem_len = mem_len or 0
-        self.reuse_len = reuse_len
-        self.bi_data = bi_data
-        self.clamp_len = clamp_len
-        self.dropout = dropout
-        self.layer_norm_eps = layer_norm_eps
-        self.initializer_range = initializer_range
-        self.output_attention_probs = output_attention_probs
+        self._set_fields(locals(), mem_len=mem_len or 0)
         policy = self.dtype_policy
         # On the embeddings, the positional encodings and the outputs.
         self.drop = keras.layers.Dropout(dropout, dtype=policy, name="dropout")
@@ -500,18 +490,11 @@ class XLNetNetwork(keras.Model):
         """The sequence summary dense layer (BERT's name for what makes `pooled_output`)."""
         return self.sequence_summary
 
-    @classmethod
-    def from_config_object(cls, config, **kwargs):
-        """A network for an `XLNetConfig`; `kwargs` go to the constructor (`name`, `dtype`)."""
-        args = {field: getattr(config, field) for field in _CONFIG_FIELDS}
-        args.update(kwargs)
-        return cls(**args)
-
     def xlnet_config(self):
         """The `XLNetConfig` of this network."""
         from modeling.xlnet.config import XLNetConfig  # pylint: disable=g-import-not-at-top
 
-        return XLNetConfig(**{field: getattr(self, field) for field in _CONFIG_FIELDS})
+        return self.config_object(XLNetConfig)
 
     # ---------------------------------------------------------------- memory
 
@@ -654,20 +637,3 @@ class XLNetNetwork(keras.Model):
         if output_attention_probs:
             outputs["attention_probs"] = attention_probs
         return outputs
-
-    # --------------------------------------------------------------- config
-
-    def get_config(self):
-        config = {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.saving.serialize_keras_object(self.dtype_policy),
-            "output_attention_probs": self.output_attention_probs,
-        }
-        for field in _CONFIG_FIELDS:
-            config[field] = getattr(self, field)
-        return config
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)

@@ -1,0 +1,63 @@
+"""Models whose constructor arguments are attributes of the same names.
+
+A network built from a family's config object keeps every constructor
+argument as an attribute, so that its Keras config (`get_config`), its
+construction from a config object (`from_config_object`) and the config
+object it gives back (`config_object`) are the same loop over one tuple of
+names. `ConfigFields` is that loop, for a `keras.Model` (or layer) that
+sets `_CONFIG_FIELDS` (the config object's fields, in its order) and
+optionally `_EXTRA_CONFIG_FIELDS` (other arguments saved in the Keras
+config, before the fields: `output_attention_probs`, ...).
+"""
+
+import keras
+
+__all__ = ["ConfigFields"]
+
+
+class ConfigFields:
+    """Mixin of a Keras model built from a config object (see the module docstring)."""
+
+    _CONFIG_FIELDS = ()
+    _EXTRA_CONFIG_FIELDS = ()
+
+    def _set_fields(self, arguments, fields=None, **changed):
+        """Keeps the constructor's arguments as attributes of the same names.
+
+        `arguments`: the constructor's `locals()`; `fields`: the names to
+        keep (default: `_CONFIG_FIELDS` and `_EXTRA_CONFIG_FIELDS`);
+        `changed`: the values kept instead of the arguments' (normalised).
+        """
+        if fields is None:
+            fields = self._CONFIG_FIELDS + self._EXTRA_CONFIG_FIELDS
+        for field in fields:
+            setattr(self, field, changed[field] if field in changed else arguments[field])
+
+    @classmethod
+    def from_config_object(cls, config, **kwargs):
+        """A network for the family's config; `kwargs` go to the constructor (`name`, `dtype`)."""
+        args = {field: getattr(config, field) for field in cls._CONFIG_FIELDS}
+        args.update(kwargs)
+        return cls(**args)
+
+    def config_object(self, config_class):
+        """`config_class` (the family's config) of this network's fields."""
+        return config_class(**{field: getattr(self, field) for field in self._CONFIG_FIELDS})
+
+    def get_config(self):
+        config = {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.saving.serialize_keras_object(self.dtype_policy),
+        }
+        for field in self._saved_fields():
+            config[field] = getattr(self, field)
+        return config
+
+    def _saved_fields(self):
+        """The fields of `get_config`, in its order."""
+        return self._EXTRA_CONFIG_FIELDS + self._CONFIG_FIELDS
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
