@@ -17,12 +17,15 @@ service (``--data_service_address``): the dataset it builds runs on the
 service's workers, and the trainer only receives finished batches.
 """
 
+import dataclasses
 import re
+from typing import Optional
 
 from absl import logging
 import tensorflow as tf
 
 from data import corpus as corpus_lib
+from data.options import option
 
 
 def pretraining_feature_spec(max_seq_length, max_predictions_per_seq):
@@ -262,6 +265,23 @@ def data_service_input_fn(input_fn, address, job_name=None,
         return distribute_through_service(dataset, address, job_name, processing_mode)
 
     return service_input_fn
+
+
+@dataclasses.dataclass
+class DataServiceServerSettings:
+    """A tf.data service server (`start_data_service_server`); `run/data_service.py`'s flags."""
+
+    role: Optional[str] = option(None, "Which server to run.",
+                                 choices=("dispatcher", "worker"))
+    port: int = option(0, "Port to listen on (0: any free port, printed at start).")
+    dispatcher_address: Optional[str] = option(
+        None, "worker: the dispatcher, grpc://HOST:PORT.")
+    worker_address: Optional[str] = option(
+        None, "worker: HOST:PORT under which trainers reach this worker (%port% is "
+        "replaced by the port). Default localhost:%port%: same machine only.")
+    work_dir: Optional[str] = option(
+        None, "dispatcher: journal directory, so that a restarted dispatcher "
+        "recovers its jobs.")
 
 
 def start_data_service_server(role, port=0, dispatcher_address=None, worker_address=None,

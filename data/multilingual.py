@@ -24,17 +24,20 @@ recipe's `--input_file`) then reads like any corpus.
 """
 
 import collections
+import dataclasses
 import json
 import math
 import os
 import random
+from typing import Optional
 
 from data import atomic
 from data import corpus as corpus_lib
 from data import tokenization
+from data.options import option
 
-__all__ = ["LanguageSamplingError", "files_by_language", "language_sampling_probabilities",
-           "language_sizes",
+__all__ = ["LanguageSamplingError", "ResampleSettings", "files_by_language",
+           "language_sampling_probabilities", "language_sizes",
            "resample_documents", "reweight_word_counts"]
 
 
@@ -126,6 +129,26 @@ def _documents(files):
     """Each document of `files` as its raw lines (bytes, newline-terminated)."""
     for document in corpus_lib.iter_documents(files):
         yield [raw if raw.endswith(b"\n") else raw + b"\n" for _, raw in document.lines]
+
+
+@dataclasses.dataclass
+class ResampleSettings:
+    """A `resample_documents` run from file patterns; `run/resample_languages.py`'s flags."""
+
+    input_file: Optional[str] = option(None, "Comma-separated patterns, one language each.")
+    languages: Optional[str] = option(
+        None, "The languages' names, in the patterns' order (en,zh).")
+    language_sampling_alpha: float = option(0.7, "The smoothing exponent (mBERT: 0.7).")
+    output_dir: Optional[str] = option(
+        None, "Where <language>.txt and sampling.json are written.")
+    total_words: Optional[int] = option(
+        None, "Words in all (default: the input's own size).")
+    seed: int = option(12345, "Seed of the document order.")
+    do_lower_case: bool = option(
+        True, "Lower-case when counting words (as the tokenizer will).")
+    plot: bool = option(
+        True, "Also write sampling.png into --output_dir (and as a TensorBoard image in "
+        "--output_dir/tensorboard).")
 
 
 def resample_documents(files_by_language, alpha, output_dir, total_words=None, seed=12345,

@@ -23,13 +23,61 @@ the embedding table.
 """
 
 import collections
+import dataclasses
 import itertools
 import json
 import logging
+from typing import Optional
 
 from data import atomic
 from data import corpus as corpus_lib
 from data import tokenization
+from data.options import option
+
+
+@dataclasses.dataclass
+class VocabSettings:
+    """What `run/create_vocab.py` learns, from which files; the fields are its flags.
+
+    `kind` is what is learned: `model` if given, else `vocab_type`
+    (``wordpiece`` by `learn_vocab`, ``byte_bpe`` by `learn_byte_bpe`,
+    ``sentencepiece`` by `learn_sentencepiece`).
+    """
+
+    input_file: Optional[str] = option(
+        None, "Input raw text file (or comma-separated list of files/globs).")
+    vocab_file: Optional[str] = option(None, "Where to write the vocabulary.")
+    vocab_size: int = option(8000, "Target vocabulary size, reserved tokens included.")
+    do_lower_case: bool = option(True, "Lower-case and strip accents (uncased model).")
+    num_unused: int = option(99, "Number of [unusedN] slots after [PAD].")
+    min_cjk_count: int = option(
+        1, "CJK characters seen fewer times are left out of the vocabulary.")
+    max_unique_chars: int = option(1000, "Alphabet size for non-CJK text.")
+    lower_thresh: int = option(1, "Lowest piece frequency the learner may accept.")
+    language_sampling_alpha: Optional[float] = option(
+        None, "Multilingual WordPiece: each comma-separated --input_file pattern is one "
+        "language, whose word counts are scaled by q_i/p_i with q_i = p_i^alpha / "
+        "sum p_j^alpha (mBERT: 0.7); unset = counts as they are.")
+    languages: Optional[str] = option(
+        None, "Names of the --input_file patterns' languages, in order (e.g. en,zh); "
+        "default: each pattern's first file name.")
+    vocab_type: str = option(
+        "wordpiece", "wordpiece: Google's vocab.txt. byte_bpe: GPT-2's vocab.json + "
+        "merges.txt (needs --merges_file).", choices=("wordpiece", "byte_bpe"))
+    merges_file: Optional[str] = option(
+        None, "Where to write merges.txt (--vocab_type=byte_bpe).")
+    min_frequency: int = option(2, "byte_bpe: pairs seen fewer times are never merged.")
+    model: Optional[str] = option(
+        None, "What to learn; overrides --vocab_type. sentencepiece: a SentencePiece "
+        "unigram model with XLNet's special symbols, written to --vocab_file "
+        "(spiece.model).", choices=("wordpiece", "byte_bpe", "sentencepiece"))
+    character_coverage: float = option(
+        0.9995, "sentencepiece: share of the characters seen that get a piece of their own.")
+
+    @property
+    def kind(self):
+        """wordpiece, byte_bpe or sentencepiece: `model`, else `vocab_type`."""
+        return self.model or self.vocab_type
 
 
 def reserved_tokens(num_unused=99):

@@ -16,13 +16,13 @@ from the library's. The library never reads absl's FLAGS.
 
 from absl import flags
 
+# Not `modeling.training.settings` at import time: it imports TensorFlow, which
+# create_pretraining_data.py loads only when something needs it.
 from modeling.training import options
-from modeling.training import settings
 
 FLAGS = flags.FLAGS
 
-__all__ = ["define_data_service_flags", "define_job_flags", "define_trainer_flags",
-           "job_from_flags", "present_flag_values"]
+__all__ = ["define_job_flags", "define_trainer_flags", "job_from_flags", "present_flag_values"]
 
 
 def define_job_flags(job_class, exclude=()):
@@ -31,13 +31,9 @@ def define_job_flags(job_class, exclude=()):
 
 
 def define_trainer_flags():
-    """The trainer's flags alone (`TrainerSettings`), for a script whose job defines no others."""
+    """The trainer's flags alone (`TrainerSettings`): benchmarks/bench_training.py's."""
+    from modeling.training import settings  # pylint: disable=g-import-not-at-top
     return define_job_flags(settings.TrainerSettings)
-
-
-def define_data_service_flags():
-    """``--data_service_address`` and ``--data_service_job_name`` (`DataServiceSettings`)."""
-    return define_job_flags(settings.DataServiceSettings)
 
 
 def job_from_flags(job_class, **overrides):

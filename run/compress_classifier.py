@@ -12,83 +12,54 @@ each in the TFLite interpreter against the float model on --eval_file (by
 default MODEL_DIR/eval.tf_record, the records run_classifier.py --do_eval
 wrote). See modeling/analysis/compression.py. With --output_file, a picture
 of size, latency and accuracy per variant goes beside it as compression.png
-(--noplot: none; modeling/analysis/plots.py).
+(--noplot: none; modeling/analysis/plots.py). The flags are the fields of
+`modeling.analysis.compression.CompressionSettings`.
 """
 
 import json
-import os
 
 import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-order
 
-from absl import flags
 import tensorflow as tf
 
+import common_flags
 from data import atomic
 from modeling import bert as config_lib
 from modeling.analysis import compression
 from modeling.analysis import plots
 from modeling.tasks import classification
 
-FLAGS = flags.FLAGS
-flags.DEFINE_string("bert_config_file", None, "bert_config.json of the fine-tuned model.")
-flags.DEFINE_string("model_dir", None, "run_classifier.py's --output_dir (its latest checkpoint).")
-flags.DEFINE_string("checkpoint", None, "A classifier checkpoint prefix instead of --model_dir's latest.")
-flags.DEFINE_string("model_family", "bert", "The encoder's model family.")
-flags.DEFINE_string("eval_file", None, "Labelled classifier records (default MODEL_DIR/eval.tf_record).")
-flags.DEFINE_integer("max_seq_length", 128, "The records' max_seq_length.", lower_bound=3)
-flags.DEFINE_integer("num_labels", None, "Classes (default: read from the checkpoint's head).")
-flags.DEFINE_list("variants", list(compression.VARIANTS), "Of float32, dynamic_int8, float16.")
-flags.DEFINE_integer("repeats", 3, "Timed passes over the examples (median).", lower_bound=1)
-flags.DEFINE_integer("max_examples", None, "Evaluate at most this many examples.")
-flags.DEFINE_string("output_file", None, "Write the JSON report here.")
-flags.DEFINE_string("tflite_dir", None, "Also write model_<variant>.tflite files here.")
-flags.DEFINE_bool("plot", True, "With --output_file, also write compression.png beside it (and as a TensorBoard image in tensorboard/ there).")
+common_flags.define_job_flags(compression.CompressionSettings)
 
 _HEAD_KEY = "model/output_weights/.ATTRIBUTES/VARIABLE_VALUE"
 
 
-def _checkpoint_path():
-    if FLAGS.checkpoint:
-        return FLAGS.checkpoint
-    if not FLAGS.model_dir:
-        raise ValueError("Give --model_dir (run_classifier.py's --output_dir) or --checkpoint.")
-    latest = tf.train.latest_checkpoint(FLAGS.model_dir)
-    if not latest:
-        raise ValueError("--model_dir=%s has no checkpoint; expected the --output_dir of a "
-                         "run_classifier.py --do_train run" % FLAGS.model_dir)
-    return latest
-
-
 def main(_):
-    for variant in FLAGS.variants:
-        if variant not in compression.VARIANTS:
-            raise ValueError("--variants: %r is not one of %s"
-                             % (variant, ", ".join(compression.VARIANTS)))
-    path = _checkpoint_path()
-    eval_file = FLAGS.eval_file or os.path.join(FLAGS.model_dir or "", "eval.tf_record")
-    plot_file = None
-    if FLAGS.output_file and FLAGS.plot:
-        plot_file = os.path.join(os.path.dirname(FLAGS.output_file), "compression.png")
-    if FLAGS.output_file:
-        atomic.check_outputs([("--output_file", FLAGS.output_file)]
+    settings = common_flags.job_from_flags(compression.CompressionSettings)
+    settings.check_variants()
+    path = settings.checkpoint_path()
+    eval_file = settings.eval_records()
+    plot_file = settings.plot_file()
+    if settings.output_file:
+        atomic.check_outputs([("--output_file", settings.output_file)]
                              + ([("--plot", plot_file)] if plot_file else []),
                              [("--eval_file", eval_file)])
     shapes = dict(tf.train.list_variables(path))
-    num_labels = FLAGS.num_labels
+    num_labels = settings.num_labels
     if num_labels is None:
         if _HEAD_KEY not in shapes:
             raise ValueError("%s has no classifier head (%s); expected a run_classifier.py "
                              "checkpoint, or give --num_labels" % (path, _HEAD_KEY))
         num_labels = shapes[_HEAD_KEY][0]
-    bert_config = config_lib.load_bert_config(FLAGS.bert_config_file)
+    bert_config = config_lib.load_bert_config(settings.bert_config_file)
     model = classification.BertClassifier.from_config_object(
-        bert_config, num_labels=num_labels, family=FLAGS.model_family)
+        bert_config, num_labels=num_labels, family=settings.model_family)
     compression.restore_classifier(model, path)
-    examples = compression.read_labelled_records(eval_file, FLAGS.max_seq_length,
-                                                 FLAGS.max_examples)
+    examples = compression.read_labelled_records(eval_file, settings.max_seq_length,
+                                                 settings.max_examples)
     models = {}
-    report = compression.evaluate(model, examples, FLAGS.max_seq_length,
-                                  variants=FLAGS.variants, repeats=FLAGS.repeats,
+    report = compression.evaluate(model, examples, settings.max_seq_length,
+                                  variants=settings.variants, repeats=settings.repeats,
                                   models_out=models)
     report.update(checkpoint=path, eval_file=eval_file)
     print("float:         accuracy %.4f  %.2f ms/example  %d parameter bytes"
@@ -99,10 +70,10 @@ def main(_):
               "agreement %.4f" % (name + ":", row["accuracy"], row["latency_ms_per_example"],
                                   row["size_bytes"], row["size_ratio_to_float32"],
                                   row["agreement_with_float"]))
-    if FLAGS.tflite_dir:
-        compression.write_models(models, FLAGS.tflite_dir)
-    if FLAGS.output_file:
-        atomic.write_text(FLAGS.output_file, json.dumps(report, indent=2) + "\n")
+    if settings.tflite_dir:
+        compression.write_models(models, settings.tflite_dir)
+    if settings.output_file:
+        atomic.write_text(settings.output_file, json.dumps(report, indent=2) + "\n")
     if plot_file:
         plots.plot_compression(report, plot_file)
         plots.png_to_tensorboard(plot_file)

@@ -13,40 +13,30 @@ join while training runs), then point the training script at the dispatcher.
     python run/run_pretraining.py ... --data_service_address=grpc://A:5050 \
       --data_service_job_name=my_run
 
-The server runs until it is stopped (Ctrl-C or SIGTERM).
+The server runs until it is stopped (Ctrl-C or SIGTERM). The flags are the
+fields of `data.input_pipeline.DataServiceServerSettings`.
 """
 
 import time
 
 import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-order
 
-from absl import flags
-
+import common_flags
 from data import input_pipeline
 
-FLAGS = flags.FLAGS
-
-flags.DEFINE_enum("role", None, ["dispatcher", "worker"], "Which server to run.")
-flags.DEFINE_integer("port", 0, "Port to listen on (0: any free port, printed at start).")
-flags.DEFINE_string("dispatcher_address", None,
-                    "worker: the dispatcher, grpc://HOST:PORT.")
-flags.DEFINE_string("worker_address", None,
-                    "worker: HOST:PORT under which trainers reach this worker (%port% is "
-                    "replaced by the port). Default localhost:%port%: same machine only.")
-flags.DEFINE_string("work_dir", None,
-                    "dispatcher: journal directory, so that a restarted dispatcher "
-                    "recovers its jobs.")
+common_flags.define_job_flags(input_pipeline.DataServiceServerSettings)
 
 
 def main(_):
+    settings = common_flags.job_from_flags(input_pipeline.DataServiceServerSettings)
     server = input_pipeline.start_data_service_server(
-        FLAGS.role, port=FLAGS.port, dispatcher_address=FLAGS.dispatcher_address,
-        worker_address=FLAGS.worker_address, work_dir=FLAGS.work_dir)
-    if FLAGS.role == "dispatcher":
+        settings.role, port=settings.port, dispatcher_address=settings.dispatcher_address,
+        worker_address=settings.worker_address, work_dir=settings.work_dir)
+    if settings.role == "dispatcher":
         where = server.target
     else:
         where = server._address  # pylint: disable=protected-access
-    print("tf.data service %s listening on %s" % (FLAGS.role, where), flush=True)
+    print("tf.data service %s listening on %s" % (settings.role, where), flush=True)
     # Sleep in Python rather than in server.join(), so that SIGTERM and
     # Ctrl-C end the process at once.
     while True:

@@ -12,7 +12,8 @@ Output, per query: the query, then ``rank<TAB>score<TAB>id<TAB>question``
 lines, best first; `--output_file` also writes them as JSON lines
 (atomically).
 
-The library part is `modeling.serving.matching`.
+The library part is `modeling.serving.matching` (the flags are its
+`MatchSettings`' fields).
 """
 
 import json
@@ -20,51 +21,42 @@ import time
 
 import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-order
 
-from absl import flags
-
+import common_flags
 from data import atomic
 from modeling import registry
 from modeling.serving import inference
 from modeling.serving import matching
 
-FLAGS = flags.FLAGS
-flags.DEFINE_string("index_file", None, "The index written by build_index.py.")
-flags.DEFINE_string("query", None, "One query.")
-flags.DEFINE_string("query_file", None, "Queries, one per line (blank lines skipped).")
-flags.DEFINE_integer("top_k", 5, "Stored questions to return per query.")
-flags.DEFINE_string("output_file", None, "Optional JSON lines output.")
-flags.DEFINE_string("model_family", None, "Default: the index's.")
-flags.DEFINE_string("bert_config_file", None, "Default: the index's.")
-flags.DEFINE_string("vocab_file", None, "Default: the index's.")
-flags.DEFINE_string("init_checkpoint", None, "Default: the index's.")
+common_flags.define_job_flags(matching.MatchSettings)
 
 
 def main(_):
-    if (FLAGS.query is None) == (FLAGS.query_file is None):
+    settings = common_flags.job_from_flags(matching.MatchSettings)
+    if (settings.query is None) == (settings.query_file is None):
         raise ValueError("give exactly one of --query and --query_file")
-    if FLAGS.top_k < 1:
-        raise ValueError("--top_k=%d: expected at least 1" % FLAGS.top_k)
-    if FLAGS.output_file:
-        atomic.check_outputs([("--output_file", FLAGS.output_file)],
-                             [("--index_file", FLAGS.index_file)] +
-                             ([("--query_file", FLAGS.query_file)] if FLAGS.query_file else []))
-    index = matching.load_index(FLAGS.index_file)
-    queries = ([FLAGS.query] if FLAGS.query is not None
-               else inference.read_input_lines(FLAGS.query_file, skip_blank=True))
+    if settings.top_k < 1:
+        raise ValueError("--top_k=%d: expected at least 1" % settings.top_k)
+    if settings.output_file:
+        atomic.check_outputs([("--output_file", settings.output_file)],
+                             [("--index_file", settings.index_file)] +
+                             ([("--query_file", settings.query_file)]
+                              if settings.query_file else []))
+    index = matching.load_index(settings.index_file)
+    queries = ([settings.query] if settings.query is not None
+               else inference.read_input_lines(settings.query_file, skip_blank=True))
     if not queries or not all(q.strip() for q in queries):
         raise ValueError("no query: expected a non-empty --query or lines in --query_file")
-    s = index.settings
+    recorded = index.settings
 
     def setting(name):
-        value = getattr(FLAGS, name)
-        return value if value is not None else s.get(name)
+        return settings.encoder_setting(name, index)
 
     encoder = matching.load_sentence_encoder(
         setting("bert_config_file"), setting("vocab_file"), setting("init_checkpoint"),
-        s.get("do_lower_case", True), s["pooling"], s["similarity"],
-        s.get("max_seq_length", 64), setting("model_family") or registry.DEFAULT_FAMILY)
+        recorded.get("do_lower_case", True), recorded["pooling"], recorded["similarity"],
+        recorded.get("max_seq_length", 64), setting("model_family") or registry.DEFAULT_FAMILY)
     matching.check_encoder(index, encoder)
-    matcher = matching.Matcher(encoder, index, FLAGS.top_k)
+    matcher = matching.Matcher(encoder, index, settings.top_k)
     records = []
     for query in queries:
         start = time.perf_counter()
@@ -76,8 +68,8 @@ def main(_):
         records.append({"query": query, "matches": [
             {"rank": r, "id": i, "question": q, "score": round(sc, 6)}
             for r, (i, q, sc) in enumerate(hits, 1)]})
-    if FLAGS.output_file:
-        with atomic.atomic_output(FLAGS.output_file) as out:
+    if settings.output_file:
+        with atomic.atomic_output(settings.output_file) as out:
             for record in records:
                 out.write(json.dumps(record, ensure_ascii=False) + "\n")
 

@@ -13,40 +13,33 @@ in a seeded shuffled order, repeated or cut to q_i of --total_words. The
 output directory gets one text file per language and sampling.json (sizes,
 p, q, what was written), and sampling.png: p_i beside q_i per language, and
 q_i as a function of alpha in [0, 1] (--noplot: none). The work is
-`data.multilingual`; the picture `modeling/analysis/plots.py`.
+`data.multilingual` (the flags are its `ResampleSettings`' fields); the picture
+`modeling/analysis/plots.py`.
 """
 
 import os
 
 import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-order
 
-from absl import flags
-
+import common_flags
 from data import multilingual
 from modeling.analysis import plots
 
-FLAGS = flags.FLAGS
-flags.DEFINE_string("input_file", None, "Comma-separated patterns, one language each.")
-flags.DEFINE_string("languages", None, "The languages' names, in the patterns' order (en,zh).")
-flags.DEFINE_float("language_sampling_alpha", 0.7, "The smoothing exponent (mBERT: 0.7).")
-flags.DEFINE_string("output_dir", None, "Where <language>.txt and sampling.json are written.")
-flags.DEFINE_integer("total_words", None, "Words in all (default: the input's own size).")
-flags.DEFINE_integer("seed", 12345, "Seed of the document order.")
-flags.DEFINE_bool("do_lower_case", True, "Lower-case when counting words (as the tokenizer will).")
-flags.DEFINE_bool("plot", True, "Also write sampling.png into --output_dir (and as a TensorBoard image in --output_dir/tensorboard).")
+common_flags.define_job_flags(multilingual.ResampleSettings)
 
 
 def main(_):
+    settings = common_flags.job_from_flags(multilingual.ResampleSettings)
     report = multilingual.resample_documents(
-        multilingual.files_by_language(FLAGS.input_file, FLAGS.languages),
-        FLAGS.language_sampling_alpha, FLAGS.output_dir, FLAGS.total_words, FLAGS.seed,
-        FLAGS.do_lower_case)
+        multilingual.files_by_language(settings.input_file, settings.languages),
+        settings.language_sampling_alpha, settings.output_dir, settings.total_words,
+        settings.seed, settings.do_lower_case)
     for language in sorted(report["q"]):
         print("%s: %d words (p=%.3f) -> q=%.3f, wrote %d words in %d documents" % (
             language, report["sizes"][language], report["p"][language], report["q"][language],
             report["written"][language]["words"], report["written"][language]["documents"]))
-    if FLAGS.plot:
-        path = os.path.join(FLAGS.output_dir, "sampling.png")
+    if settings.plot:
+        path = os.path.join(settings.output_dir, "sampling.png")
         plots.plot_language_sampling(report, path)
         plots.png_to_tensorboard(path)
         print("wrote %s" % path)

@@ -179,6 +179,21 @@ JOB_SCRIPTS = {
     "run_translation.py": ("modeling.mass.translation", "TranslationJob"),
     "compare_models.py": ("modeling.experiments.comparison", "CompareJob"),
     "zero_shot_transfer.py": ("modeling.experiments.zero_shot", "ZeroShotJob"),
+    # Data, serving and analysis scripts: the settings of the library call they make.
+    "create_pretraining_data.py": ("data.pretraining.writer", "PretrainingDataSettings"),
+    "create_vocab.py": ("data.vocab_learning", "VocabSettings"),
+    "data_service.py": ("data.input_pipeline", "DataServiceServerSettings"),
+    "resample_languages.py": ("data.multilingual", "ResampleSettings"),
+    "analyze_shortcuts.py": ("data.probing.shortcuts", "ShortcutSettings"),
+    "extract_features.py": ("modeling.serving.inference", "FeatureExtractionSettings"),
+    "predict_masked.py": ("modeling.serving.inference", "FillMaskSettings"),
+    "generate.py": ("modeling.serving.generation", "GenerationSettings"),
+    "build_index.py": ("modeling.serving.matching", "IndexSettings"),
+    "match.py": ("modeling.serving.matching", "MatchSettings"),
+    "probe_cloze.py": ("modeling.analysis.cloze", "ClozeSettings"),
+    "analyze_attention.py": ("modeling.analysis.attention", "AttentionAnalysisSettings"),
+    "prune_heads.py": ("modeling.analysis.heads", "PruningSettings"),
+    "compress_classifier.py": ("modeling.analysis.compression", "CompressionSettings"),
 }
 
 
@@ -195,8 +210,10 @@ def test_every_job_field_is_a_flag_with_the_fields_default_and_help(script, scri
         flag = recorded[spec.name]
         default = list(spec.default) if isinstance(spec.default, tuple) else spec.default
         assert flag["default"] == default, (script, spec.name)
-        # (absl puts an enum's values before its help: "<a|b>: help")
-        assert flag["help"].endswith(spec.help), (script, spec.name)
+        # (absl puts an enum's values before its help: "<a|b>: help", and adds
+        # ";\n    repeat this option to specify a list of values" to a repeatable one's)
+        help_text = flag["help"].split(";\n    repeat this option", 1)[0]
+        assert help_text.endswith(spec.help), (script, spec.name)
     if not issubclass(job_class, settings.TrainerSettings):
         return
     assert recorded["use_tpu"]["default"] is False

@@ -114,7 +114,8 @@ with _quiet_beam_import():
     from apache_beam.options import pipeline_options as beam_options  # pylint: disable=g-import-not-at-top,wrong-import-position
     from apache_beam.runners import runner as beam_runner  # pylint: disable=g-import-not-at-top,wrong-import-position
 
-RUNNERS = ("DirectRunner", "DataflowRunner", "FlinkRunner", "SparkRunner")
+# Named in `writer`, whose settings offer them as --beam_runner without importing Beam.
+RUNNERS = pretraining_writer.BEAM_RUNNERS
 # Examples per element between the Process and Shards steps (about 1 MB at
 # max_seq_length=128): big enough to amortise Beam's per-element cost, small
 # enough for any runner's element limits.

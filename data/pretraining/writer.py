@@ -18,15 +18,19 @@ half-written file under the requested name.
 
 import collections
 import concurrent.futures
+import dataclasses
 import logging
 import multiprocessing
 import os
 import time
+from typing import Optional
 
 from data import atomic
 from data import corpus as corpus_lib
 from data import tfrecord_writer
+from data.options import option
 from data.pretraining import instances as pretraining_data
+from data.pretraining import masking as masking_lib
 
 
 class Summary(object):
@@ -104,6 +108,110 @@ class Summary(object):
         if warning:
             lines.append(warning)
         return "\n".join(lines)
+
+
+# The runners of data.pretraining.beam_pipeline (`RUNNERS`; that module imports Beam).
+BEAM_RUNNERS = ("DirectRunner", "DataflowRunner", "FlinkRunner", "SparkRunner")
+
+
+@dataclasses.dataclass
+class PretrainingDataSettings:
+    """A `create_pretraining_data` run; the fields are `run/create_pretraining_data.py`'s flags.
+
+    Google's fields and defaults come first; `instance_options()` gives the
+    `InstanceOptions` of the workers, `input_files()` / `output_files()` the
+    comma-separated lists (globs expanded). ``runner="beam"`` runs the same
+    work as an Apache Beam pipeline (`data.pretraining.beam_pipeline`).
+    """
+
+    input_file: Optional[str] = option(
+        None, "Input raw text file (or comma-separated list of files/globs).")
+    output_file: Optional[str] = option(
+        None, "Output TF example file (or comma-separated list of files).")
+    vocab_file: Optional[str] = option(
+        None, "The vocabulary file that the BERT model was trained on.")
+    do_lower_case: bool = option(
+        True, "Whether to lower case the input text. Should be True for uncased "
+        "models and False for cased models.")
+    do_whole_word_mask: bool = option(
+        False, "Whether to use whole word masking rather than per-WordPiece masking "
+        "(an alias of --masking=whole_word).")
+    max_seq_length: int = option(128, "Maximum sequence length.")
+    max_predictions_per_seq: int = option(
+        20, "Maximum number of masked LM predictions per sequence.")
+    random_seed: int = option(12345, "Random seed for data generation.")
+    dupe_factor: int = option(
+        10, "Number of times to duplicate the input data (with different masks).")
+    masked_lm_prob: float = option(0.15, "Masked LM probability.")
+    short_seq_prob: float = option(
+        0.1, "Probability of creating sequences which are shorter than the "
+        "maximum length.")
+    # Beyond Google's script.
+    num_workers: int = option(
+        1, "Worker processes. The output does not depend on this number.")
+    documents_per_chunk: int = option(
+        10000, "Documents processed together (memory is bounded by this, not by "
+        "the corpus size); the random next segment comes from the same chunk.")
+    max_line_bytes: int = option(
+        corpus_lib.DEFAULT_MAX_LINE_BYTES,
+        "Input lines longer than this are skipped and reported.")
+    log_examples: int = option(5, "Instances of the first chunk to log.")
+    runner: str = option(
+        "local", "local: this machine's processes (--num_workers); beam: an Apache Beam "
+        "pipeline (--beam_runner, --beam_pipeline_options), the same output.",
+        choices=("local", "beam"))
+    beam_runner: str = option("DirectRunner", "--runner=beam: the Beam runner.",
+                              choices=BEAM_RUNNERS)
+    beam_pipeline_options: str = option(
+        "", "--runner=beam: Beam's own options, as on a command line (split as a "
+        "shell would), e.g. \"--direct_num_workers=2 "
+        "--direct_running_mode=multi_processing\" or \"--project=P --region=R "
+        "--temp_location=gs://B/tmp --setup_file=./pyproject.toml\".")
+    masking: str = option(
+        "token", "Which positions are predicted: token (Google's, per WordPiece), "
+        "whole_word (--do_whole_word_mask), span (SpanBERT), ngram (ALBERT).",
+        choices=tuple(masking_lib.MASKING_STRATEGIES))
+    sentence_objective: str = option(
+        "nsp", "nsp: next sentence prediction (Google's); sop: sentence order "
+        "prediction (ALBERT; next_sentence_labels 1 = swapped); none: one "
+        "segment of consecutive sentences (next_sentence_labels 0).",
+        choices=tuple(pretraining_data.SENTENCE_OBJECTIVES))
+    chinese_word_segmentation: bool = option(
+        False, "Segment each sentence with jieba and use its words as the units of "
+        "whole_word/span/ngram masking (Chinese whole-word masking); tokens "
+        "stay single characters.")
+    span_geometric_p: float = option(
+        0.2, "span masking: p of the geometric distribution of span lengths (words).")
+    max_span_length: int = option(
+        10, "span masking: longest span, in words (the distribution is truncated "
+        "here and renormalised, as SpanBERT does).")
+    max_ngram: int = option(3, "ngram masking: longest n-gram, in words.")
+    replace_per_unit: Optional[bool] = option(
+        None, "Decide 80/10/10 ([MASK]/keep/random) once per masked unit (word, span, "
+        "n-gram) instead of per word piece. Unset: per span for span masking, "
+        "per word piece otherwise.")
+
+    def instance_options(self):
+        """The `InstanceOptions` every worker builds its chunks' instances with."""
+        return pretraining_data.InstanceOptions(
+            vocab_file=self.vocab_file, do_lower_case=self.do_lower_case,
+            max_seq_length=self.max_seq_length,
+            max_predictions_per_seq=self.max_predictions_per_seq,
+            random_seed=self.random_seed, dupe_factor=self.dupe_factor,
+            masked_lm_prob=self.masked_lm_prob, short_seq_prob=self.short_seq_prob,
+            do_whole_word_mask=self.do_whole_word_mask, masking=self.masking,
+            sentence_objective=self.sentence_objective,
+            chinese_word_segmentation=self.chinese_word_segmentation,
+            span_geometric_p=self.span_geometric_p, max_span_length=self.max_span_length,
+            max_ngram=self.max_ngram, replace_per_unit=self.replace_per_unit)
+
+    def input_files(self):
+        """The corpus files of `input_file` (comma-separated files and globs)."""
+        return corpus_lib.expand_file_patterns(self.input_file)
+
+    def output_files(self):
+        """The paths of `output_file` (comma-separated)."""
+        return [p.strip() for p in self.output_file.split(",") if p.strip()]
 
 
 # What one worker process may cost: with TensorFlow imported (other recipes

@@ -49,23 +49,28 @@ heads) and the same pictures as TensorBoard images. Every file is written
 atomically (`data.atomic`).
 """
 
+import dataclasses
 import io
 import json
 import math
 import os
+from typing import Optional
 
 import numpy as np
 
 from data import atomic
 from data import packing
 from data import tokenization
+from modeling import registry
+from modeling.analysis import probing
 from modeling.analysis.plots import write_tensorboard_images  # pylint: disable=unused-import
+from modeling.training.options import option
 
 __all__ = ["STATISTICS", "THRESHOLDS", "PATTERNS", "HeadStatistics", "attention_probabilities",
            "token_kinds", "sentence_statistics", "classify_heads", "attention_grid_figure",
            "save_attention_grid", "save_figure", "heatmap_figure", "write_statistics",
            "write_tensorboard_images", "read_texts", "attention_families", "load_encoder",
-           "write_maps", "corpus_statistics"]
+           "write_maps", "corpus_statistics", "AttentionAnalysisSettings"]
 
 STATISTICS = ("entropy", "cls", "sep", "punct", "self", "prev", "next", "offset", "local",
               "special", "same_segment")
@@ -76,6 +81,50 @@ PATTERNS = ("diagonal", "vertical", "block", "heterogeneous")
 MAP_DPI = 80
 _MIN_CELL_INCHES = 2.0
 _INCHES_PER_TOKEN = 0.16
+
+
+@dataclasses.dataclass
+class AttentionAnalysisSettings:
+    """One analysis of an encoder (`load_encoder`, then maps, statistics or `probing`).
+
+    The fields are `run/analyze_attention.py`'s flags; the ``probe_*``,
+    ``tag_*`` and `seed` fields are the ``probe`` mode's (`modeling.analysis.probing`).
+    """
+
+    mode: Optional[str] = option(
+        None, "maps: heat-map grids per text; stats: per-head statistics and pattern "
+        "classes over a corpus; probe: a linear probe per layer on a tagged file.",
+        choices=("maps", "stats", "probe"))
+    input_file: Optional[str] = option(
+        None, "maps/stats: one text per line (text_a ||| text_b for pairs); "
+        "probe: a CoNLL-style tagged file.")
+    output_dir: Optional[str] = option(None, "Where the JSON, PNGs and tensorboard/ go.")
+    # (attention_families is defined below; the lambda looks it up when flags are defined)
+    model_family: str = option(
+        registry.DEFAULT_FAMILY, "The encoder's family.",
+        choices=lambda: attention_families())  # pylint: disable=unnecessary-lambda
+    bert_config_file: Optional[str] = option(
+        None, "bert_config.json (Google), config.json (HF) or albert_config.json.")
+    init_checkpoint: Optional[str] = option(
+        None, "Google TF1 checkpoint, this project's checkpoint or HF safetensors.")
+    vocab_file: Optional[str] = option(None, "The vocabulary file of the model.")
+    do_lower_case: bool = option(True, "Lower-case the input (uncased models).")
+    max_seq_length: int = option(128, "Longer inputs are truncated.")
+    max_texts: Optional[int] = option(
+        None, "Use only the first N texts/sentences of --input_file.")
+    probe_dev_file: Optional[str] = option(
+        None, "probe: held-out tagged file (default: a part of --input_file, see "
+        "--probe_dev_fraction).")
+    probe_dev_fraction: float = option(0.2, "probe: share of sentences held out.")
+    tag_scheme: str = option("any", "probe: any (POS and other tags) or bio/bioes (checked).",
+                             choices=probing.TAG_SCHEMES)
+    tag_column: int = option(
+        -1, "probe: the tag's column, 0-based (-1: the last; CoNLL-2003's part-of-speech "
+        "tags: 1).")
+    probe_epochs: int = option(30, "probe: passes over the training words.")
+    probe_learning_rate: float = option(0.01, "probe: Adam learning rate.")
+    probe_l2: float = option(1e-3, "probe: L2 penalty on the weights.")
+    seed: int = option(0, "probe: seed of the split and of the probe's batch order.")
 
 
 # ----------------------------------------------------------------- running

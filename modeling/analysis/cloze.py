@@ -43,7 +43,10 @@ restricts its facts to the model's vocabulary.
 """
 
 import collections
+import dataclasses
 import json
+import os
+from typing import Optional
 
 import numpy as np
 import tensorflow as tf
@@ -52,12 +55,39 @@ from data import atomic
 from data import packing
 from data import tokenization
 from modeling.serving import inference
+from modeling.training.options import option
 
-__all__ = ["Fact", "ClozeError", "read_facts", "prepare_fact", "top_k_products",
-           "probe", "write_report"]
+__all__ = ["ClozeSettings", "Fact", "ClozeError", "read_facts", "prepare_fact",
+           "top_k_products", "probe", "write_report"]
 
 DEFAULT_RELATION = "-"
 TOP_KS = (1, 10)
+
+
+@dataclasses.dataclass
+class ClozeSettings:
+    """A probe of one MLM checkpoint (`probe`); `run/probe_cloze.py`'s flags."""
+
+    bert_config_file: Optional[str] = option(
+        None, "bert_config.json (Google) or config.json (HF).")
+    vocab_file: Optional[str] = option(None, "The vocabulary file of the model.")
+    init_checkpoint: Optional[str] = option(
+        None, "Google TF1 checkpoint, own checkpoint or HF safetensors.")
+    do_lower_case: bool = option(True, "Lower-case the input (uncased models).")
+    facts_file: Optional[str] = option(None, "TSV: statement<TAB>answer[<TAB>relation].")
+    output_file: Optional[str] = option(None, "Write the JSON report here.")
+    max_seq_length: int = option(128, "Word pieces per statement.", lower_bound=3)
+    batch_size: int = option(32, "Statements per forward pass.", lower_bound=1)
+    top_k: int = option(10, "Answers listed per fact (at least 10).", lower_bound=10)
+    plot: bool = option(
+        True, "With --output_file, also write cloze.png beside it (and as a TensorBoard "
+        "image in tensorboard/ there).")
+
+    def plot_file(self):
+        """cloze.png beside `output_file` (None: no output file, or `plot` off)."""
+        if self.output_file and self.plot:
+            return os.path.join(os.path.dirname(self.output_file), "cloze.png")
+        return None
 
 
 class ClozeError(ValueError):

@@ -22,9 +22,11 @@ accuracy and the agreement rate of its argmax with the float model's
 (the TensorFlow function of the Keras model, timed the same way).
 """
 
+import dataclasses
 import os
 import statistics
 import time
+from typing import List, Optional
 import warnings
 
 import numpy as np
@@ -32,12 +34,14 @@ import tensorflow as tf
 from tensorflow.python.framework import convert_to_constants  # pylint: disable=g-direct-tensorflow-import
 
 from data import atomic
+from modeling import registry
+from modeling.training.options import option
 # Magnitude pruning during fine-tuning lives with the trainer that runs it;
 # its names stay importable from here.
 from modeling.training.pruning import MagnitudePruner, encoder_dense_kernels, polynomial_sparsity  # pylint: disable=unused-import
 
-__all__ = ["VARIANTS", "CompressionError", "classifier_function", "convert",
-           "restore_classifier", "save_feature_model", "read_labelled_records",
+__all__ = ["VARIANTS", "CompressionError", "CompressionSettings", "classifier_function",
+           "convert", "restore_classifier", "save_feature_model", "read_labelled_records",
            "TFLiteClassifier", "evaluate", "write_models", "polynomial_sparsity",
            "encoder_dense_kernels", "MagnitudePruner"]
 
@@ -47,6 +51,62 @@ FEATURES = ("input_ids", "input_mask", "segment_ids")
 
 class CompressionError(ValueError):
     """Bad arguments or inputs (one line)."""
+
+
+@dataclasses.dataclass
+class CompressionSettings:
+    """Which classifier to quantize and evaluate on what; `run/compress_classifier.py`'s flags."""
+
+    bert_config_file: Optional[str] = option(None, "bert_config.json of the fine-tuned model.")
+    model_dir: Optional[str] = option(
+        None, "run_classifier.py's --output_dir (its latest checkpoint).")
+    checkpoint: Optional[str] = option(
+        None, "A classifier checkpoint prefix instead of --model_dir's latest.")
+    model_family: str = option(registry.DEFAULT_FAMILY, "The encoder's model family.")
+    eval_file: Optional[str] = option(
+        None, "Labelled classifier records (default MODEL_DIR/eval.tf_record).")
+    max_seq_length: int = option(128, "The records' max_seq_length.", lower_bound=3)
+    num_labels: Optional[int] = option(
+        None, "Classes (default: read from the checkpoint's head).")
+    variants: List[str] = option(help="Of float32, dynamic_int8, float16.",
+                                 default_factory=lambda: list(VARIANTS))
+    repeats: int = option(3, "Timed passes over the examples (median).", lower_bound=1)
+    max_examples: Optional[int] = option(None, "Evaluate at most this many examples.")
+    output_file: Optional[str] = option(None, "Write the JSON report here.")
+    tflite_dir: Optional[str] = option(None, "Also write model_<variant>.tflite files here.")
+    plot: bool = option(
+        True, "With --output_file, also write compression.png beside it (and as a "
+        "TensorBoard image in tensorboard/ there).")
+
+    def check_variants(self):
+        """Raises ValueError for a `variants` entry that is not one of `VARIANTS`."""
+        for variant in self.variants:
+            if variant not in VARIANTS:
+                raise ValueError("--variants: %r is not one of %s"
+                                 % (variant, ", ".join(VARIANTS)))
+
+    def checkpoint_path(self):
+        """`checkpoint`, else the latest checkpoint in `model_dir` (ValueError if none)."""
+        if self.checkpoint:
+            return self.checkpoint
+        if not self.model_dir:
+            raise ValueError("Give --model_dir (run_classifier.py's --output_dir) or "
+                             "--checkpoint.")
+        latest = tf.train.latest_checkpoint(self.model_dir)
+        if not latest:
+            raise ValueError("--model_dir=%s has no checkpoint; expected the --output_dir of a "
+                             "run_classifier.py --do_train run" % self.model_dir)
+        return latest
+
+    def eval_records(self):
+        """`eval_file`, or the eval.tf_record run_classifier.py wrote in `model_dir`."""
+        return self.eval_file or os.path.join(self.model_dir or "", "eval.tf_record")
+
+    def plot_file(self):
+        """compression.png beside `output_file` (None: no output file, or `plot` off)."""
+        if self.output_file and self.plot:
+            return os.path.join(os.path.dirname(self.output_file), "compression.png")
+        return None
 
 
 def classifier_function(model, max_seq_length, output="logits"):

@@ -38,20 +38,25 @@ heads of the same width (`num_attention_heads_per_group` in
 `albert_config.json`), saved as google-research/albert's `model.ckpt`.
 """
 
+import dataclasses
 import json
 import math
 import os
 import tempfile
 import time
+from typing import List, Optional
 
 import numpy as np
 import tensorflow as tf
 
 from data import atomic
+from data import processors as processors_lib
 from modeling import registry
 from modeling.analysis import plots
+from modeling.tasks import classifier_job
+from modeling.training.options import option
 
-__all__ = ["HeadUnits", "head_pruning_of", "head_units", "head_units_of_config",
+__all__ = ["HeadUnits", "PruningSettings", "head_pruning_of", "head_units", "head_units_of_config",
            "parse_heads_for", "parse_shared_heads", "shared_head_importance",
            "count_parameters", "evaluate", "head_counts", "head_importance",
            "iterative_pruning", "load_classifier_head", "measure_latency",
@@ -797,6 +802,97 @@ def _latency_batch(config, batch_size, seq_length, seed=0):
     }
 
 
+def _classifier_option(name):
+    """`ClassifierJob`'s field `name` as it is (same default and help: run_classifier's flag)."""
+    field, = [f for f in dataclasses.fields(classifier_job.ClassifierJob) if f.name == name]
+    return dataclasses.field(default=field.default, metadata=field.metadata)
+
+
+@dataclasses.dataclass
+class PruningSettings:
+    """A `run` of `run/prune_heads.py`; its fields are that script's flags.
+
+    The model and data fields are `ClassifierJob`'s (`classifier_job()`
+    makes the job `run` reads them from), worded for pruning; the others are
+    `run`'s arguments (`run_options()`).
+    """
+
+    model_family: str = option(
+        registry.DEFAULT_FAMILY, "The encoder's model family (bert or albert): how "
+        "--bert_config_file and --init_checkpoint are read and what a head is (ALBERT: a "
+        "head of the shared layer).")
+    init_checkpoint: Optional[str] = option(
+        None, "The model: a Google bert_model.ckpt prefix or folder, a checkpoint of this "
+        "project (e.g. run_classifier's output_dir), or HF safetensors.")
+    bert_config_file: Optional[str] = option(
+        None, "The model's bert_config.json (ALBERT: albert_config.json).")
+    vocab_file: Optional[str] = option(
+        None, "The model's vocab.txt (needed with labelled data).")
+    output_dir: Optional[str] = option(
+        None, "Where bert_model.ckpt, bert_config.json and pruning.json are written.")
+    heads_to_prune: Optional[str] = option(
+        None, "Heads to remove: LAYER:HEAD,... (0-based), e.g. 0:1,3:0. ALBERT: heads of the "
+        "shared layer, HEAD or *:HEAD (e.g. 1,*:5), or LAYER:HEAD listed for every layer.")
+    prune_fraction: Optional[float] = option(
+        None, "Instead of --heads_to_prune: remove this fraction of all heads, the least "
+        "important first (needs labelled data).")
+    prune_step_fraction: float = option(
+        0.1, "Fraction of the heads masked per step of iterative pruning.")
+    curve_fraction: Optional[float] = option(
+        None, "Continue the accuracy-vs-heads curve (masking only) to this fraction; "
+        "default --prune_fraction.")
+    normalize_layers: bool = option(
+        True, "Divide each layer's importance scores by their L2 norm (Michel et al.).")
+    importance_split: str = option(
+        "train", "The examples the importance scores are computed on.",
+        choices=("train", "dev"))
+    max_examples: int = option(512, "At most this many examples per split.")
+    eval_batch_size: int = option(32, "Batch size for scoring and evaluation.")
+    latency_batch_size: int = option(8, "Batch size of the latency measurement.")
+    latency_repeats: int = option(10, "Timed forward passes (the median is reported).")
+    do_lower_case: bool = option(True, "Lower case the input (True for uncased models).")
+    max_seq_length: int = option(128, "Sequence length of the examples.")
+    # run_classifier's data settings.
+    task_name: Optional[str] = option(
+        None, "The task (as run_classifier.py's --task_name).")
+    data_dir: Optional[str] = option(None, "The task's data directory.")
+    processor: Optional[str] = option(
+        None, "A DataProcessor: path/to/my_task.py:MyProcessor.")
+    text_a_column: str = option("0", "generic: column of text_a.")
+    text_b_column: Optional[str] = option(None, "generic: column of text_b.")
+    label_column: str = option("1", "generic: column of the label.")
+    has_header: bool = option(True, "generic: files start with a header row.")
+    labels: Optional[List[str]] = option(None, "generic: the label list.")
+    train_file: Optional[str] = option(None, "generic: training file name in --data_dir.")
+    dev_file: Optional[str] = option(None, "generic: dev file name in --data_dir.")
+    xnli_language: str = option("zh", "xnli: the language.")
+    file_format: str = _classifier_option("file_format")
+
+    # The fields that are ClassifierJob's too.
+    _JOB_FIELDS = ("model_family", "init_checkpoint", "bert_config_file", "vocab_file",
+                   "output_dir", "eval_batch_size", "do_lower_case", "max_seq_length",
+                   "task_name", "data_dir", "processor", "text_a_column", "text_b_column",
+                   "label_column", "has_header", "labels", "train_file", "dev_file",
+                   "xnli_language", "file_format")
+
+    def classifier_job(self):
+        """The `ClassifierJob` of the model and the labelled data (a classification task)."""
+        return classifier_job.ClassifierJob(
+            task_type=processors_lib.CLASSIFICATION,
+            **{name: getattr(self, name) for name in self._JOB_FIELDS})
+
+    def run_options(self):
+        """`run`'s keyword arguments besides the job."""
+        return dict(heads_to_prune=self.heads_to_prune, prune_fraction=self.prune_fraction,
+                    prune_step_fraction=self.prune_step_fraction,
+                    curve_fraction=self.curve_fraction,
+                    normalize_layers=self.normalize_layers,
+                    importance_split=self.importance_split, max_examples=self.max_examples,
+                    batch_size=self.eval_batch_size,
+                    latency_batch_size=self.latency_batch_size,
+                    latency_repeats=self.latency_repeats)
+
+
 def run(job, heads_to_prune=None, prune_fraction=None, prune_step_fraction=0.1,
         curve_fraction=None, normalize_layers=True, importance_split="train",
         max_examples=512, batch_size=32, latency_batch_size=8, latency_repeats=10):
@@ -821,10 +917,8 @@ def run(job, heads_to_prune=None, prune_fraction=None, prune_step_fraction=0.1,
             computed on (accuracy is always the dev set's).
         max_examples: at most this many examples per split.
     """
-    from data import processors as processors_lib  # pylint: disable=g-import-not-at-top
     from data import tokenization  # pylint: disable=g-import-not-at-top
     from modeling import checkpoints  # pylint: disable=g-import-not-at-top
-    from modeling.tasks import classifier_job  # pylint: disable=g-import-not-at-top
     from modeling.tasks.classification import BertClassifier  # pylint: disable=g-import-not-at-top
 
     for name in ("bert_config_file", "init_checkpoint", "output_dir"):

@@ -41,9 +41,11 @@ import tensorflow as tf
 
 from data import atomic
 from modeling import registry
+from modeling.training.options import option
 
-__all__ = ["DecodingOptions", "GenerationError", "Generator", "causal_lm_decoder",
-           "filter_logits", "generate", "generate_records", "load_generator", "write_jsonl"]
+__all__ = ["DecodingOptions", "GenerationError", "GenerationSettings", "Generator",
+           "causal_lm_decoder", "filter_logits", "generate", "generate_records",
+           "load_generator", "write_jsonl"]
 
 DECODING_MODES = ("greedy", "sample")
 
@@ -312,6 +314,45 @@ def generate_records(generator, prompts, options, batch_size=8):
     return [{"prompt": prompt, "prompt_ids": ids, "generated_ids": result.generated_ids,
              "text": tokenizer.decode(result.generated_ids, skip_special_tokens=True)}
             for prompt, ids, result in zip(prompts, encoded, results)]
+
+
+@dataclasses.dataclass
+class GenerationSettings:
+    """`run/generate.py`'s flags: what a `registry.Decoder` gets as `settings`.
+
+    `recipe` names the decoder (`registry.decoders`); the decoder's
+    `required_flags` and `input_flags` are names of these fields.
+    """
+
+    # The registered decoders, the default first.
+    recipe: str = option(
+        registry.DEFAULT_DECODER, "gpt2, gpt: a causal LM (GPT-2, or the 2018 GPT) continues "
+        "the prompt; unilm: a UNILM seq2seq model writes the target of each prompt (the "
+        "source).",
+        choices=lambda: registry.default_first(registry.decoders.names(),
+                                               registry.DEFAULT_DECODER))
+    init_checkpoint: Optional[str] = option(
+        None, "HF GPT-2 model.safetensors (or its folder), or a checkpoint folder / "
+        "ckpt-N prefix written by run_pretraining.py --recipe=gpt2.")
+    config_file: Optional[str] = option(
+        None, "The model's config.json (HF's, or the one run_pretraining.py wrote).")
+    vocab_file: Optional[str] = option(None, "Byte-level BPE vocab.json.")
+    merges_file: Optional[str] = option(None, "Byte-level BPE merges.txt.")
+    input_file: Optional[str] = option(None, "Prompts, one per line (or use --prompt).")
+    prompt: Optional[str] = option(None, "One prompt (or use --input_file).")
+    output_file: Optional[str] = option(None, "Where to write the JSON lines.")
+    max_new_tokens: int = option(32, "Most tokens generated per prompt.")
+    decoding: str = option("greedy", "greedy or sample (gpt2); greedy or beam (unilm).")
+    beam_size: int = option(4, "unilm, --decoding=beam: hypotheses kept per step.")
+    length_penalty: float = option(
+        0.0, "unilm, --decoding=beam: finished hypotheses rank by score / length^this.")
+    do_lower_case: bool = option(
+        True, "unilm: lower-case the input (uncased vocabularies).")
+    temperature: float = option(1.0, "Sampling temperature (> 0).")
+    top_k: int = option(0, "Sample among the k most likely tokens (0: all).")
+    top_p: float = option(1.0, "Sample within the smallest set of probability >= p.")
+    seed: int = option(
+        0, "Sampling seed (each prompt's draw also depends on its line).")
 
 
 def causal_lm_decoder(family):

@@ -21,6 +21,9 @@ file is the model's), `read_input_lines` (an input file of UTF-8 text, with
 file, line and column of a bad byte).
 """
 
+import dataclasses
+from typing import List, Optional
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -28,6 +31,8 @@ import tensorflow as tf
 from data import corpus
 from data import packing
 from data import tokenization
+from modeling import registry
+from modeling.training.options import option
 
 
 PRECISIONS = ("fp32", "bf16")
@@ -248,6 +253,28 @@ def masked_lm_probabilities(pretrainer):
     return probabilities
 
 
+@dataclasses.dataclass
+class FillMaskSettings:
+    """What `run/predict_masked.py` predicts with `fill_mask`, and from which model; its flags."""
+
+    bert_config_file: Optional[str] = option(
+        None, "bert_config.json (Google) or config.json (HF).")
+    vocab_file: Optional[str] = option(None, "The vocabulary file of the model.")
+    init_checkpoint: Optional[str] = option(
+        None, "Google TF1 checkpoint, own checkpoint or HF safetensors.")
+    do_lower_case: bool = option(True, "Lower-case the input (uncased models).")
+    text: List[str] = option(help="A text with one or more [MASK] (repeatable).", multi=True,
+                             default_factory=list)
+    input_file: Optional[str] = option(None, "One text per line.")
+    output_file: Optional[str] = option(None, "Write JSON lines here.")
+    top_k: int = option(5, "Predictions per [MASK].", lower_bound=1)
+    max_seq_length: int = option(128, "Longer inputs are truncated.")
+    precision: str = option(
+        "fp32", "bf16: compute in bfloat16 (float32 weights; faster on CPUs with "
+        "AVX512-BF16 or AMX, and on GPUs/TPUs); probabilities within ~1e-2.",
+        choices=PRECISIONS)
+
+
 def fill_mask(pretrainer, tokenizer, texts, top_k=5, max_seq_length=128):
     """Top-k vocabulary predictions at every ``[MASK]`` of each text.
 
@@ -293,6 +320,43 @@ def fill_mask(pretrainer, tokenizer, texts, top_k=5, max_seq_length=128):
                                      "probability": float(row[i])} for i in best]})
         results.append(entry)
     return results
+
+
+@dataclasses.dataclass
+class FeatureExtractionSettings:
+    """`run/extract_features.py`'s flags: what a `Family.feature_extractor` gets as `settings`."""
+
+    input_file: Optional[str] = option(
+        None, "One text per line (text_a ||| text_b for pairs).")
+    output_file: Optional[str] = option(None, "JSON lines output.")
+    layers: Optional[str] = option(
+        None, "Comma-separated layer indexes (default: -1,-2,-3,-4; "
+        "for --model_family=elmo every layer, 0 = token layer).")
+    model_family: str = option(
+        registry.DEFAULT_FAMILY, "bert: a BERT encoder's WordPiece vectors (albert: an "
+        "ALBERT encoder's); elmo: an ELMo biLM's word vectors.",
+        choices=lambda: registry.default_first(registry.families_with("feature_extractor")))
+    bert_config_file: Optional[str] = option(
+        None, "bert_config.json (Google) or config.json (HF).")
+    max_seq_length: int = option(128, "Longer inputs are truncated.")
+    init_checkpoint: Optional[str] = option(
+        None, "Google TF1 checkpoint, own checkpoint or HF safetensors.")
+    vocab_file: Optional[str] = option(None, "The vocabulary file of the model.")
+    do_lower_case: bool = option(True, "Lower-case the input (uncased models).")
+    batch_size: int = option(32, "Batch size for predictions.")
+    precision: str = option(
+        "fp32", "bf16: compute in bfloat16 (float32 weights; faster on CPUs with "
+        "AVX512-BF16 or AMX, and on GPUs/TPUs).", choices=PRECISIONS)
+
+    def layer_indexes(self):
+        """`layers` as integers (None: not given, the family's default)."""
+        if self.layers is None:
+            return None
+        try:
+            return [int(x) for x in self.layers.split(",")]
+        except ValueError:
+            raise ValueError("--layers=%s: expected comma-separated integers such as -1,-2"
+                             % self.layers) from None
 
 
 def extract_features(encoder, tokenizer, texts, layers=(-1, -2, -3, -4), max_seq_length=128,

@@ -34,8 +34,10 @@ scores every stored vector with one matrix product and takes the top k
 Every problem is a `MatchingError` (a ValueError) with a one-line message.
 """
 
+import dataclasses
 import json
 import os
+from typing import Optional
 import zipfile
 
 import numpy as np
@@ -46,9 +48,11 @@ from data import packing
 from modeling import registry
 from modeling.serving import inference
 from modeling.tasks import siamese
+from modeling.training.options import option
 
 __all__ = ["MatchingError", "SentenceEncoder", "MatchIndex", "Matcher", "build_index", "load_index",
-           "check_encoder", "load_sentence_encoder", "INDEX_FORMAT", "PROBE_TEXT"]
+           "check_encoder", "load_sentence_encoder", "INDEX_FORMAT", "PROBE_TEXT",
+           "IndexSettings", "MatchSettings"]
 
 INDEX_FORMAT = "bert-siamese-index/1"
 PROBE_TEXT = "How do I change the password of my account?"
@@ -222,6 +226,58 @@ class Matcher(object):
         return [[(self.index.ids[i], self.index.questions[i], float(v))
                  for v, i in zip(row_values, row_indices)]
                 for row_values, row_indices in zip(values, indices)]
+
+
+@dataclasses.dataclass
+class IndexSettings:
+    """An index to build (`load_sentence_encoder`, `build_index`); `run/build_index.py`'s flags."""
+
+    input_file: Optional[str] = option(None, "Stored questions: id<TAB>question per line.")
+    output_file: Optional[str] = option(None, "The index file to write (.npz).")
+    model_family: str = option(
+        registry.DEFAULT_FAMILY, "The encoder's model family (bert, albert, ...).")
+    bert_config_file: Optional[str] = option(
+        None, "bert_config.json (Google) or config.json (HF).")
+    vocab_file: Optional[str] = option(None, "The vocabulary file of the model.")
+    init_checkpoint: Optional[str] = option(
+        None, "The bi-encoder's weights: HF safetensors, Google TF1, or a "
+        "run_siamese.py output dir.")
+    do_lower_case: bool = option(True, "Lower-case the input (uncased models).")
+    max_seq_length: int = option(64, "Word pieces per question with [CLS] and [SEP].")
+    pooling: str = option("mean", "Sentence vector pooling.", choices=siamese.POOLINGS)
+    similarity: str = option(
+        "cosine", "cosine stores L2-normalised vectors; dot stores them as they are.",
+        choices=siamese.SIMILARITIES)
+    batch_size: int = option(64, "Questions encoded per call.")
+
+    def recorded(self):
+        """The model settings the index records (`build_index`'s `settings`)."""
+        return {"model_family": self.model_family, "bert_config_file": self.bert_config_file,
+                "vocab_file": self.vocab_file, "init_checkpoint": self.init_checkpoint,
+                "do_lower_case": self.do_lower_case}
+
+
+@dataclasses.dataclass
+class MatchSettings:
+    """Queries against an index (`Matcher`); `run/match.py`'s flags.
+
+    The model fields left None are the index's (`encoder_setting`).
+    """
+
+    index_file: Optional[str] = option(None, "The index written by build_index.py.")
+    query: Optional[str] = option(None, "One query.")
+    query_file: Optional[str] = option(None, "Queries, one per line (blank lines skipped).")
+    top_k: int = option(5, "Stored questions to return per query.")
+    output_file: Optional[str] = option(None, "Optional JSON lines output.")
+    model_family: Optional[str] = option(None, "Default: the index's.")
+    bert_config_file: Optional[str] = option(None, "Default: the index's.")
+    vocab_file: Optional[str] = option(None, "Default: the index's.")
+    init_checkpoint: Optional[str] = option(None, "Default: the index's.")
+
+    def encoder_setting(self, name, index):
+        """The model field `name`, or the `MatchIndex`'s recorded value when it is None."""
+        value = getattr(self, name)
+        return value if value is not None else index.settings.get(name)
 
 
 def build_index(sentence_encoder, ids, questions, path, settings=None, batch_size=64,

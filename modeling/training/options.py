@@ -38,34 +38,13 @@ from typing import Any, List, Optional, Union
 
 from absl import flags
 
+# Declared in data/ so that every layer's settings can use it; re-exported here.
+from data.options import option  # pylint: disable=unused-import
+
 __all__ = ["FlagSpec", "define_flags", "flag_specs", "job_from_flags", "option",
            "present_values"]
 
 _KEYS = ("help", "choices", "lower_bound", "upper_bound", "aliases", "check", "flag", "multi")
-
-
-def option(default=None, help="", *, choices=None, lower_bound=None, upper_bound=None,
-           aliases=(), check=None, flag=True, multi=False, default_factory=None):
-    """A dataclass field that is also a command-line flag (see the module docstring).
-
-    Args:
-        default: the field's and the flag's default.
-        help: the flag's help text (required for a flag).
-        choices: allowed values of a string field (a sequence, or a callable
-            returning one when the flags are defined: a registry's names).
-        lower_bound, upper_bound: bounds of a number field's flag.
-        aliases: other flag names for the same field.
-        check: ``(predicate, message)``: a flag validator.
-        flag: False keeps the field off the command line.
-        multi: a repeatable string flag (``List[str]``; ``--text=a --text=b``).
-        default_factory: for a mutable default (the flag's default is its value).
-    """
-    metadata = {"help": help, "choices": choices, "lower_bound": lower_bound,
-                "upper_bound": upper_bound, "aliases": tuple(aliases), "check": check,
-                "flag": flag, "multi": multi}
-    if default_factory is not None:
-        return dataclasses.field(default_factory=default_factory, metadata=metadata)
-    return dataclasses.field(default=default, metadata=metadata)
 
 
 @dataclasses.dataclass(frozen=True)
