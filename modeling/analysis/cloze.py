@@ -65,15 +65,9 @@ TOP_KS = (1, 10)
 
 
 @dataclasses.dataclass
-class ClozeSettings:
+class ClozeSettings(inference.MaskedLMFiles):
     """A probe of one MLM checkpoint (`probe`); `run/probe_cloze.py`'s flags."""
 
-    bert_config_file: Optional[str] = option(
-        None, "bert_config.json (Google) or config.json (HF).")
-    vocab_file: Optional[str] = option(None, "The vocabulary file of the model.")
-    init_checkpoint: Optional[str] = option(
-        None, "Google TF1 checkpoint, own checkpoint or HF safetensors.")
-    do_lower_case: bool = option(True, "Lower-case the input (uncased models).")
     facts_file: Optional[str] = option(None, "TSV: statement<TAB>answer[<TAB>relation].")
     output_file: Optional[str] = option(None, "Write the JSON report here.")
     max_seq_length: int = option(128, "Word pieces per statement.", lower_bound=3)

@@ -254,8 +254,8 @@ def masked_lm_probabilities(pretrainer):
 
 
 @dataclasses.dataclass
-class FillMaskSettings:
-    """What `run/predict_masked.py` predicts with `fill_mask`, and from which model; its flags."""
+class MaskedLMFiles:
+    """A masked-LM checkpoint's files, as the scripts that read one take them (fill-mask, cloze)."""
 
     bert_config_file: Optional[str] = option(
         None, "bert_config.json (Google) or config.json (HF).")
@@ -263,6 +263,12 @@ class FillMaskSettings:
     init_checkpoint: Optional[str] = option(
         None, "Google TF1 checkpoint, own checkpoint or HF safetensors.")
     do_lower_case: bool = option(True, "Lower-case the input (uncased models).")
+
+
+@dataclasses.dataclass
+class FillMaskSettings(MaskedLMFiles):
+    """What `run/predict_masked.py` predicts with `fill_mask`, and from which model; its flags."""
+
     text: List[str] = option(help="A text with one or more [MASK] (repeatable).", multi=True,
                              default_factory=list)
     input_file: Optional[str] = option(None, "One text per line.")
