@@ -151,6 +151,10 @@ class Family:
             input texts, an iterable of one JSON-able dict per text (written
             as it is consumed) and the noun of the summary line ("features").
             None: the family has no feature extraction.
+        hf: a `modeling.pretrained.formats.HFFormat`: the family reads (and
+            writes) Hugging Face model folders of those `model_type`s;
+            `modeling.pretrained` finds the family of a folder through it.
+            None: no HF folder format.
     """
 
     name: str
@@ -168,6 +172,7 @@ class Family:
     head_pruning: Optional["HeadPruning"] = None
     attention_maps: bool = False
     feature_extractor: Optional[Callable] = None
+    hf: Optional[Any] = None
 
     def activation(self, config):
         if self.head_activation is not None:

@@ -6,6 +6,7 @@
 
 from modeling import registry
 from modeling.bert import checkpoint_names
+from modeling.bert import hf_format
 from modeling.bert.config import BertConfig
 from modeling.bert.config import BertConfigError
 from modeling.bert.config import HEADS_PER_LAYER_KEY
@@ -50,4 +51,5 @@ FAMILY = registry.families.register("bert", registry.network_family(
                                       checkpoint_name="bert_model.ckpt"),
     attention_maps=True,
     feature_extractor=_extract_features,
+    hf=hf_format.HF_FORMAT,
 ))

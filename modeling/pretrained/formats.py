@@ -1,0 +1,72 @@
+"""What a family registers to read and write published model folders.
+
+A family whose released weights live in Hugging Face folders registers an
+`HFFormat` on its `registry.Family` (`Family.hf`): which `model_type`s of
+HF's `config.json` it reads, how HF's config maps to its own and back,
+which name table of `Family.name_tables` holds the tensor names, how the
+tokenizer of such a folder is read and written, and HF's class names
+(`architectures`) of the models it writes. `modeling.pretrained.folders`
+tells a folder's family from its `model_type` through these registrations,
+so no shared module lists families by name.
+
+Tokenizers of published folders implement `PretrainedTokenizer`
+(`modeling.pretrained.tokenizers`): ids equal to HF's tokenizer of the
+same folder, special tokens and pair framing included.
+"""
+
+import dataclasses
+from typing import Callable, Optional
+
+__all__ = ["HFFormat", "TokenizerFormatError", "UnknownModelTypeError"]
+
+
+class TokenizerFormatError(ValueError):
+    """A model folder's tokenizer files are missing or unreadable (one line, names the file)."""
+
+
+class UnknownModelTypeError(ValueError):
+    """A `config.json` whose `model_type` no registered family reads."""
+
+
+@dataclasses.dataclass(frozen=True)
+class HFFormat:
+    """A family's Hugging Face folder format (`Family.hf`).
+
+    Attributes:
+        model_types: HF `model_type` values the family reads ("roberta",).
+            The first is the one it writes.
+        config_from_hf: `dict -> config`: the family's config from HF's
+            parsed `config.json` (raises the family's config error, one line).
+        config_to_hf: `config -> dict`: HF's `config.json` content for the
+            family's config (with `model_type`; `architectures` is added by
+            the writer).
+        read_tokenizer: `(folder, config) -> PretrainedTokenizer`: the
+            tokenizer of an HF folder (`vocab.txt`, `vocab.json` +
+            `merges.txt`, `spiece.model`, `tokenizer.json`, with
+            `tokenizer_config.json` / `special_tokens_map.json`);
+            `TokenizerFormatError` naming the missing file.
+        architectures: model role -> HF class name written in
+            `architectures`: "encoder" (`RobertaModel`), "masked_lm"
+            (`RobertaForMaskedLM`), "causal_lm", "classifier"
+            (`RobertaForSequenceClassification`); roles the family lacks
+            are absent.
+        table: the key of `Family.name_tables` holding HF's names.
+        classifier_table: `(num_labels) -> {stored name: getter}` rows of a
+            fine-tuned classifier head in HF's `*ForSequenceClassification`
+            layout, or None when the head cannot be written.
+        with_prefix: the prefix HF's task models put before the encoder's
+            names (`roberta.`), used when writing a model with heads.
+        keras_hub_backbone: keras-hub's backbone class of the family
+            (`BertBackbone`), for preset folders in and out; None: keras-hub
+            has none.
+    """
+
+    model_types: tuple
+    config_from_hf: Callable
+    config_to_hf: Callable
+    read_tokenizer: Callable
+    architectures: dict = dataclasses.field(default_factory=dict)
+    table: str = "hf"
+    classifier_table: Optional[Callable] = None
+    with_prefix: str = ""
+    keras_hub_backbone: Optional[str] = None
