@@ -194,6 +194,7 @@ JOB_SCRIPTS = {
     "analyze_attention.py": ("modeling.analysis.attention", "AttentionAnalysisSettings"),
     "prune_heads.py": ("modeling.analysis.heads", "PruningSettings"),
     "compress_classifier.py": ("modeling.analysis.compression", "CompressionSettings"),
+    "convert_checkpoint.py": ("modeling.pretrained.convert", "ConvertSettings"),
 }
 
 

@@ -39,13 +39,13 @@ def test_the_library_imports_only_declared_distributions():
                    "regex": "regex", "tokenizers": "tokenizers", "google": "protobuf",
                    "sentencepiece": "sentencepiece", "numba": "numba",
                    "google_crc32c": "google-crc32c", "matplotlib": "matplotlib",
-                   "tensorboard": "tensorboard",
+                   "tensorboard": "tensorboard", "keras_hub": "keras-hub",
                    # Installed with tensorflow (its own requirements).
                    "keras": "tensorflow", "numpy": "tensorflow", "h5py": "tensorflow",
                    "PIL": "matplotlib",  # pillow, matplotlib's own requirement
                    # Optional: imported only by the paths that need them, named in the extras.
                    "apache_beam": "apache-beam", "transformers": "transformers",
-                   "torch": "torch", "keras_hub": "keras-hub"}
+                   "torch": "torch"}
     # Used when present, with a fallback when not (compression: TensorFlow's own interpreter).
     optional_with_fallback = {"ai_edge_litert"}
     extras = {spec.split("=")[0].strip().lower()
@@ -76,7 +76,7 @@ def test_the_library_imports_only_declared_distributions():
                         if dist is None or (dist not in declared and dist not in extras):
                             unknown.setdefault(top, os.path.relpath(path, REPO_ROOT))
     assert not unknown, "imports with no declared distribution: %s" % unknown
-    for required in ("tensorflow", "tensorflow-text", "absl-py", "safetensors"):
+    for required in ("tensorflow", "tensorflow-text", "absl-py", "safetensors", "keras-hub"):
         assert required in declared
 
 

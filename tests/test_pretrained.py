@@ -202,11 +202,20 @@ def test_keras_hub_export_is_a_preset_keras_hub_loads(loaded, tmp_path):
     ids, segments, mask = _batch(loaded.tokenizer, TEXTS)
     theirs = backbone({"token_ids": ids, "segment_ids": segments, "padding_mask": mask})
     # keras-hub's BertBackbone always computes the tanh GELU; ours with the
-    # same weights and that activation must agree exactly.
+    # same weights and that activation must agree.
     tanh_model = pretrained.load_pretrained(
-        loaded.folder.path, config=loaded.config.replace(hidden_act="gelu_new"), tokenizer=False).model
+        loaded.folder.path, config=loaded.config.replace(hidden_act="gelu_new"),
+        tokenizer=False).model
     _close_where_real(_ours(tanh_model, ids, segments, mask)["sequence_output"],
                       theirs["sequence_output"], mask)
+    # ... and the preset reads back in (keras-hub's reader, our encoder): equal outputs.
+    back, back_tokenizer = pretrained.from_pretrained(out)
+    assert back_tokenizer.encode(text).input_ids == loaded.tokenizer.encode(text).input_ids
+    assert back.bert_config().hidden_act == "gelu_new"
+    _close_where_real(_ours(back, ids, segments, mask)["sequence_output"],
+                      theirs["sequence_output"], mask, atol=1e-5)
+    np.testing.assert_allclose(_ours(back, ids, segments, mask)["pooled_output"],
+                               theirs["pooled_output"], atol=1e-5)
 
 
 def test_encoder_alone_exports_as_bert_model(loaded, tmp_path, hf_bert):
@@ -316,3 +325,42 @@ def test_project_output_folder_is_recognised(tmp_path, hf_bert_dir, loaded):
     # The one training step moved the weights away from the HF folder's.
     assert np.abs(np.asarray(trained) - np.asarray(
         _ours(loaded.model.encoder, ids, segments, mask)["sequence_output"])).max() > 1e-3
+
+
+# ------------------------------------------------------ convert_checkpoint.py
+
+
+def test_convert_checkpoint_script_writes_each_format_with_heads(hf_bert_dir, hf_bert, tmp_path):
+    import sys  # pylint: disable=import-outside-toplevel
+    import script_runner  # pylint: disable=import-outside-toplevel
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = str(tmp_path / "google")
+    done = script_runner.run(
+        [sys.executable, os.path.join(repo, "run", "convert_checkpoint.py"),
+         "--init_checkpoint=" + hf_bert_dir, "--output_format=google", "--output_dir=" + out],
+        capture_output=True, text=True, cwd=str(tmp_path), timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "heads: masked_lm, next_sentence" in done.stdout
+    # Google's folder back to HF, in-process (the same library call): equal logits.
+    from modeling.pretrained import convert  # pylint: disable=import-outside-toplevel
+    summary = convert.convert(convert.ConvertSettings(
+        init_checkpoint=out, output_dir=str(tmp_path / "hf"), output_format="hf"))
+    assert summary["heads"] == ["masked_lm", "next_sentence"]
+    model = transformers.BertForPreTraining.from_pretrained(str(tmp_path / "hf")).eval()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "hf"))
+    batch = tokenizer(["北京 is a city", "长城"], padding=True, return_tensors="np")
+    ids, segments, mask = batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]
+    np.testing.assert_allclose(
+        _hf_outputs(model, ids, segments, mask).prediction_logits.numpy(),
+        _hf_outputs(hf_bert[1], ids, segments, mask).prediction_logits.numpy(), atol=1e-5)
+    # The output may not be the input, and --heads=none writes the encoder alone.
+    bad = script_runner.run(
+        [sys.executable, os.path.join(repo, "run", "convert_checkpoint.py"),
+         "--init_checkpoint=" + out, "--output_dir=" + out],
+        capture_output=True, text=True, cwd=str(tmp_path), timeout=600)
+    assert bad.returncode != 0 and bad.stderr.strip().splitlines()[-1].endswith(
+        "--output_dir=%s would overwrite --init_checkpoint=%s" % (out, out))
+    convert.convert(convert.ConvertSettings(init_checkpoint=out, heads="none",
+                                            output_dir=str(tmp_path / "encoder")))
+    config = json.load(open(tmp_path / "encoder" / "config.json"))
+    assert config["architectures"] == ["BertModel"]

@@ -43,7 +43,8 @@ def _extract_features(settings, layers):
 
 FAMILY = registry.families.register("bert", registry.network_family(
     "bert", BertEncoder, BertConfig, load_bert_config, _demo_config, "bert_config.json",
-    name_tables={"google_tf1": checkpoint_names.GOOGLE_TF1, "hf": checkpoint_names.HF},
+    name_tables={"google_tf1": checkpoint_names.GOOGLE_TF1, "hf": checkpoint_names.HF,
+                 "keras_hub": checkpoint_names.KERAS_HUB},
     checkpoint_heads=checkpoint_names.CHECKPOINT_HEADS,
     is_encoder=lambda model: type(model) is BertEncoder,  # pylint: disable=unidiomatic-typecheck
     head_pruning=registry.HeadPruning(units_of_config=_head_units_of_config,

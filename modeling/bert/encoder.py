@@ -174,7 +174,8 @@ class BertEncoder(EncoderBase):
         self.embeddings.build()
         for layer in self.transformer_layers:
             layer.build((None, None, self.hidden_size))
-        self.pooler.build((None, self.hidden_size))
+        if self.pooler is not None:  # None: a subclass without a pooler (DistilBERT).
+            self.pooler.build((None, self.hidden_size))
 
     # ------------------------------------------------------------ properties
 

@@ -8,8 +8,11 @@ keys for what Google's file leaves implicit. The tokenizer is WordPiece
 over `vocab.txt` (`modeling.pretrained.tokenizers.WordPieceTokenizer`).
 """
 
+import os
+
 from modeling.bert import config as bert_config
 from modeling.pretrained.formats import HFFormat
+from modeling.pretrained.formats import TokenizerFormatError
 from modeling.pretrained.tokenizers import WordPieceTokenizer
 
 __all__ = ["HF_FORMAT", "config_from_hf", "config_to_hf"]
@@ -46,6 +49,33 @@ def read_tokenizer(folder, config=None):
     return WordPieceTokenizer.from_folder(folder)
 
 
+def config_from_keras_hub(values):
+    """A `BertConfig` for keras-hub's `BertBackbone` config.
+
+    keras-hub's BERT computes the tanh approximation of GELU whatever the
+    release used (`keras_hub.src.utils.keras_utils.gelu_approximate`), and
+    one dropout rate; the config says what the preset computes.
+    """
+    dropout = float(values.get("dropout", 0.1))
+    return bert_config.BertConfig(
+        vocab_size=values["vocabulary_size"], hidden_size=values["hidden_dim"],
+        num_hidden_layers=values["num_layers"], num_attention_heads=values["num_heads"],
+        intermediate_size=values["intermediate_dim"], hidden_act="gelu_new",
+        hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout,
+        max_position_embeddings=values.get("max_sequence_length", 512),
+        type_vocab_size=values.get("num_segments", 2))
+
+
+def tokenizer_from_keras_hub(folder, values, config=None):
+    """WordPiece over the preset's `assets/tokenizer/vocabulary.txt`, cased as its `lowercase`."""
+    del config
+    vocab_file = os.path.join(folder, "assets", "tokenizer", "vocabulary.txt")
+    if not os.path.isfile(vocab_file):
+        raise TokenizerFormatError("%s: no such file (the keras-hub preset's vocabulary)"
+                                   % vocab_file)
+    return WordPieceTokenizer(vocab_file, do_lower_case=bool(values.get("lowercase", True)))
+
+
 HF_FORMAT = HFFormat(
     model_types=("bert",),
     config_from_hf=config_from_hf,
@@ -56,4 +86,6 @@ HF_FORMAT = HFFormat(
                    "classifier": "BertForSequenceClassification"},
     with_prefix="bert.",
     keras_hub_backbone="BertBackbone",
+    keras_hub_config=config_from_keras_hub,
+    keras_hub_tokenizer=tokenizer_from_keras_hub,
 )

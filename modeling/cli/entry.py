@@ -21,6 +21,7 @@ SCRIPTS = (
     "create_pretraining_data", "create_vocab", "run_pretraining", "run_classifier",
     "run_squad", "run_ner", "run_siamese", "run_multitask", "run_distillation",
     "extract_features", "predict_masked", "generate", "analyze_attention", "prune_heads",
+    "convert_checkpoint",
 )
 
 _SOURCE_RUN_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(

@@ -83,6 +83,9 @@ class ModelFolder:
 
     def config(self):
         """The family's config object for this folder."""
+        if self.kind == KERAS_HUB:
+            from modeling.pretrained import keras_hub  # pylint: disable=import-outside-toplevel
+            return keras_hub.preset_config(self)
         if self.kind == HF:
             return self.family.hf.config_from_hf(self.hf_config)
         return self.family.load_config(self.config_file)
@@ -90,12 +93,15 @@ class ModelFolder:
     def tokenizer(self, config=None):
         """The folder's `PretrainedTokenizer` (ids equal to HF's for HF folders)."""
         hf_format = self.family.hf
+        config = config if config is not None else self.config()
+        if self.kind == KERAS_HUB:
+            from modeling.pretrained import keras_hub  # pylint: disable=import-outside-toplevel
+            return keras_hub.preset_tokenizer(self, config)
         if hf_format is None:
             raise TokenizerFormatError(
                 "%s: the %s family has no tokenizer reader for model folders"
                 % (self.path, self.family.name))
-        return hf_format.read_tokenizer(self.path, config if config is not None
-                                        else self.config())
+        return hf_format.read_tokenizer(self.path, config)
 
     def describe(self):
         return "%s (%s folder, %s family)" % (self.path, self.kind, self.family.name)

@@ -59,6 +59,10 @@ class HFFormat:
         keras_hub_backbone: keras-hub's backbone class of the family
             (`BertBackbone`), for preset folders in and out; None: keras-hub
             has none.
+        keras_hub_config: `backbone config dict -> config` (the `config` of a
+            preset's `config.json`), for presets in.
+        keras_hub_tokenizer: `(folder, tokenizer config dict, config) ->
+            PretrainedTokenizer` of a preset folder.
     """
 
     model_types: tuple
@@ -70,3 +74,5 @@ class HFFormat:
     classifier_table: Optional[Callable] = None
     with_prefix: str = ""
     keras_hub_backbone: Optional[str] = None
+    keras_hub_config: Optional[Callable] = None
+    keras_hub_tokenizer: Optional[Callable] = None
