@@ -52,6 +52,13 @@ ALLOWED = {
     ("modeling/albert/config.py", "modeling.bert.config"): "ALBERT's config extends BERT's",
     ("modeling/mass/config.py", "modeling.bert.config"): "MASS's config extends BERT's",
     ("modeling/gpt/network.py", "modeling.gpt2.network"): "GPT is GPT-2's stack, post-LN",
+    ("modeling/roberta/config.py", "modeling.bert.config"): "RoBERTa's config extends BERT's",
+    ("modeling/roberta/encoder.py", "modeling.bert.encoder"):
+        "RoBERTa's encoder is BERT's with RoBERTa's position ids",
+    ("modeling/roberta/checkpoint_names.py", "modeling.bert.checkpoint_names"):
+        "RoBERTa's HF encoder names are BERT's",
+    ("modeling/distilbert/encoder.py", "modeling.bert.encoder"):
+        "DistilBERT's encoder is BERT's without token types and pooler",
 }
 
 # (importing file, imported module) -> what is to change; files being edited elsewhere.

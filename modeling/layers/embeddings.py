@@ -19,7 +19,9 @@ class BertEmbeddings(keras.layers.Layer):
         `position_embeddings` [max_positions, hidden]
         (bert/embeddings/position_embeddings),
         `token_type_embeddings` [type_vocab, hidden]
-        (bert/embeddings/token_type_embeddings),
+        (bert/embeddings/token_type_embeddings); with `type_vocab_size=0`
+        there is no such weight (None) and nothing is added for segments
+        (DistilBERT has no token types),
         `layer_norm.gamma` / `.beta` (bert/embeddings/LayerNorm/gamma|beta).
 
     Call args:
@@ -91,11 +93,13 @@ class BertEmbeddings(keras.layers.Layer):
             shape=(self.max_position_embeddings, self.hidden_size),
             initializer=init,
         )
-        self.token_type_embeddings = self.add_weight(
-            name="token_type_embeddings",
-            shape=(self.type_vocab_size, self.hidden_size),
-            initializer=init,
-        )
+        self.token_type_embeddings = None
+        if self.type_vocab_size:
+            self.token_type_embeddings = self.add_weight(
+                name="token_type_embeddings",
+                shape=(self.type_vocab_size, self.hidden_size),
+                initializer=init,
+            )
         self.layer_norm.build((None, None, self.hidden_size))
 
     def call(self, input_ids, segment_ids=None, position_ids=None, training=None):
@@ -114,9 +118,10 @@ class BertEmbeddings(keras.layers.Layer):
         else:
             positions = tf.gather(self.position_embeddings, position_ids)
         embeddings = embeddings + positions
-        if segment_ids is None:
-            segment_ids = tf.zeros_like(input_ids)
-        embeddings = embeddings + tf.gather(self.token_type_embeddings, segment_ids)
+        if self.token_type_embeddings is not None:
+            if segment_ids is None:
+                segment_ids = tf.zeros_like(input_ids)
+            embeddings = embeddings + tf.gather(self.token_type_embeddings, segment_ids)
         embeddings = self.layer_norm(embeddings)
         return self.dropout(embeddings, training=training)
 
