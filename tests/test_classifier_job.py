@@ -118,3 +118,41 @@ def test_albert_classifier_starts_from_a_google_albert_checkpoint(model_files):
     checkpoints.init_from_checkpoint(classifier, prefix)
     for mine, theirs in zip(classifier.encoder.weights, pretrainer.encoder.weights):
         np.testing.assert_array_equal(mine.numpy(), theirs.numpy())
+
+
+def test_an_hf_model_folder_alone_is_enough(tmp_path):
+    """--init_checkpoint=FOLDER: config, vocabulary and weights all come from the folder."""
+    import torch  # pylint: disable=g-import-not-at-top
+    import transformers  # pylint: disable=g-import-not-at-top
+    folder = tmp_path / "hf"
+    torch.manual_seed(0)
+    transformers.BertModel(transformers.BertConfig(
+        vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=32, max_position_embeddings=16)).save_pretrained(folder)
+    (folder / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
+    (folder / "tokenizer_config.json").write_text('{"do_lower_case": false}')
+    job = classifier_job.ClassifierJob(
+        processor=ColourProcessor(), data_dir=str(tmp_path), init_checkpoint=str(folder),
+        output_dir=str(tmp_path / "out"), max_seq_length=8, do_train=True, do_eval=True,
+        train_batch_size=4, num_train_epochs=1.0, log_steps=1, seed=1)
+    filled = classifier_job.ClassifierRunner(job).job
+    assert filled.bert_config_file == str(folder / "config.json")
+    assert filled.vocab_file == str(folder / "vocab.txt")
+    assert filled.do_lower_case is False and job.do_lower_case is True  # a copy
+    result = classifier_job.run(job)
+    assert result.eval_results["global_step"] == 4
+    # The encoder started from the folder's weights (its word embeddings moved
+    # only by 4 steps of fine-tuning from HF's).
+    from modeling import checkpoints  # pylint: disable=g-import-not-at-top
+    stored = checkpoints.read_safetensors(str(folder))["embeddings.word_embeddings.weight"]
+    from modeling import pretrained  # pylint: disable=g-import-not-at-top
+    encoder = pretrained.load_pretrained(str(folder), tokenizer=False).model
+    checkpoints.init_from_checkpoint(encoder, str(tmp_path / "out"))
+    tuned = encoder.embeddings.word_embeddings.numpy()
+    assert 0 < np.abs(tuned - stored).max() < 1e-3  # 4 Adam steps of 5e-5
+    with pytest.raises(classifier_job.ClassifierJobError, match="model_type 'mamba'"):
+        (tmp_path / "bad").mkdir()
+        (tmp_path / "bad" / "config.json").write_text('{"model_type": "mamba"}')
+        classifier_job.run(classifier_job.ClassifierJob(
+            processor=ColourProcessor(), data_dir=str(tmp_path), do_train=True,
+            init_checkpoint=str(tmp_path / "bad"), output_dir=str(tmp_path / "out2")))
