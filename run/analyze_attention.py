@@ -41,6 +41,7 @@ common_flags.define_job_flags(attention.AttentionAnalysisSettings)
 
 def main(_):
     settings = common_flags.job_from_flags(attention.AttentionAnalysisSettings)
+    common_flags.require(settings, "vocab_file", "bert_config_file")
     # The inputs are read (and checked) before the model is built.
     if settings.mode == "probe":
         sentences = probing.read_tagged_file(settings.input_file, settings.tag_scheme,
@@ -78,5 +79,4 @@ def main(_):
 
 
 if __name__ == "__main__":
-    script.run(main, required_flags=["mode", "input_file", "output_dir", "vocab_file",
-                                     "bert_config_file", "init_checkpoint"])
+    script.run(main, required_flags=["mode", "input_file", "output_dir", "init_checkpoint"])

@@ -37,10 +37,23 @@ def define_trainer_flags():
 
 
 def job_from_flags(job_class, **overrides):
-    """A `job_class` dataclass whose fields take the values of the same-named flags."""
-    return options.job_from_flags(job_class, FLAGS, **overrides)
+    """A `job_class` dataclass whose fields take the values of the same-named flags.
+
+    An `--init_checkpoint` that names a model folder fills the config,
+    vocabulary and family flags left empty (`modeling.pretrained.folders.fill_settings`).
+    """
+    from modeling.pretrained import folders  # pylint: disable=import-outside-toplevel
+    return folders.fill_settings(options.job_from_flags(job_class, FLAGS, **overrides))
 
 
 def present_flag_values(job_class):
     """{field: value} of the `job_class` fields whose flags were given explicitly."""
     return options.present_values(job_class, FLAGS)
+
+
+def require(settings, *names):
+    """Each named field is set, after a model folder filled what it could (one-line error)."""
+    for name in names:
+        if not getattr(settings, name):
+            raise ValueError("--%s is required (or give --init_checkpoint as a model folder "
+                             "holding it)" % name)

@@ -35,6 +35,7 @@ common_flags.define_job_flags(inference.FeatureExtractionSettings)
 
 def main(_):
     settings = common_flags.job_from_flags(inference.FeatureExtractionSettings)
+    common_flags.require(settings, "vocab_file", "bert_config_file")
     tokenization.validate_case_matches_checkpoint(settings.do_lower_case,
                                                   settings.init_checkpoint)
     atomic.check_outputs([("--output_file", settings.output_file)],
@@ -51,5 +52,4 @@ def main(_):
 
 
 if __name__ == "__main__":
-    script.run(main, required_flags=["input_file", "output_file", "vocab_file",
-                                     "bert_config_file", "init_checkpoint"])
+    script.run(main, required_flags=["input_file", "output_file", "init_checkpoint"])

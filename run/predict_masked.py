@@ -31,6 +31,7 @@ common_flags.define_job_flags(inference.FillMaskSettings)
 
 def main(_):
     settings = common_flags.job_from_flags(inference.FillMaskSettings)
+    common_flags.require(settings, "bert_config_file", "vocab_file")
     tokenization.validate_case_matches_checkpoint(settings.do_lower_case,
                                                   settings.init_checkpoint)
     bert_config = config_lib.load_bert_config(settings.bert_config_file)
@@ -68,4 +69,4 @@ def main(_):
 
 
 if __name__ == "__main__":
-    script.run(main, required_flags=["bert_config_file", "vocab_file", "init_checkpoint"])
+    script.run(main, required_flags=["init_checkpoint"])

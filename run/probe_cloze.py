@@ -31,6 +31,7 @@ common_flags.define_job_flags(cloze.ClozeSettings)
 
 def main(_):
     settings = common_flags.job_from_flags(cloze.ClozeSettings)
+    common_flags.require(settings, "bert_config_file", "vocab_file")
     tokenization.validate_case_matches_checkpoint(settings.do_lower_case,
                                                   settings.init_checkpoint)
     plot_file = settings.plot_file()
@@ -67,5 +68,4 @@ def main(_):
 
 
 if __name__ == "__main__":
-    script.run(main, required_flags=["bert_config_file", "vocab_file", "init_checkpoint",
-                                     "facts_file"])
+    script.run(main, required_flags=["init_checkpoint", "facts_file"])

@@ -51,6 +51,7 @@ common_flags.define_job_flags(heads.PruningSettings)
 
 def main(_):
     settings = common_flags.job_from_flags(heads.PruningSettings)
+    common_flags.require(settings, "bert_config_file")
     report = heads.run(settings.classifier_job(), **settings.run_options())
     print("Heads per layer: %s -> %s" % (report["heads_per_layer_before"],
                                          report["heads_per_layer_after"]))
@@ -69,4 +70,4 @@ def main(_):
 
 
 if __name__ == "__main__":
-    script.run(main, required_flags=["init_checkpoint", "bert_config_file", "output_dir"])
+    script.run(main, required_flags=["init_checkpoint", "output_dir"])

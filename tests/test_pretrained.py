@@ -364,3 +364,42 @@ def test_convert_checkpoint_script_writes_each_format_with_heads(hf_bert_dir, hf
                                             output_dir=str(tmp_path / "encoder")))
     config = json.load(open(tmp_path / "encoder" / "config.json"))
     assert config["architectures"] == ["BertModel"]
+
+
+def test_scripts_take_a_model_folder_alone(minilm_model_dir, tmp_path):
+    """extract_features.py and predict_masked.py with --init_checkpoint=FOLDER and nothing else
+    about the model: the vectors are HF's."""
+    import sys  # pylint: disable=import-outside-toplevel
+    import script_runner  # pylint: disable=import-outside-toplevel
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    texts = ["A folder is enough.", "Sentence encoders ||| map text to vectors"]
+    (tmp_path / "in.txt").write_text("\n".join(texts) + "\n")
+    out = tmp_path / "features.jsonl"
+    done = script_runner.run(
+        [sys.executable, os.path.join(repo, "run", "extract_features.py"),
+         "--init_checkpoint=" + minilm_model_dir, "--input_file=" + str(tmp_path / "in.txt"),
+         "--output_file=" + str(out), "--layers=-1"],
+        capture_output=True, text=True, cwd=str(tmp_path), timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    hf_model = transformers.AutoModel.from_pretrained(minilm_model_dir).eval()
+    hf_tokenizer = transformers.AutoTokenizer.from_pretrained(minilm_model_dir)
+    for text, record in zip(texts, records):
+        a, _, b = text.partition(" ||| ")
+        encoded = hf_tokenizer(a, b or None, return_tensors="pt")
+        with torch.no_grad():
+            hidden = hf_model(**encoded).last_hidden_state[0].numpy()
+        tokens = [f["token"] for f in record["features"]]
+        assert tokens == hf_tokenizer.convert_ids_to_tokens(encoded["input_ids"][0])
+        values = np.array([f["layers"][0]["values"] for f in record["features"]])
+        np.testing.assert_allclose(values, hidden, atol=1e-4)
+    # Without a folder, the config is still required, in one line.
+    bad = script_runner.run(
+        [sys.executable, os.path.join(repo, "run", "extract_features.py"),
+         "--init_checkpoint=" + os.path.join(minilm_model_dir, "model.safetensors") + "x",
+         "--input_file=" + str(tmp_path / "in.txt"), "--output_file=" + str(tmp_path / "o")],
+        capture_output=True, text=True, cwd=str(tmp_path), timeout=600)
+    assert bad.returncode != 0
+    assert bad.stderr.strip().splitlines()[-1].endswith(
+        "--vocab_file is required (or give --init_checkpoint as a model folder holding it)")
+    assert not (tmp_path / "o").exists()

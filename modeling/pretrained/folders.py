@@ -36,8 +36,8 @@ from modeling import registry
 from modeling.pretrained.formats import TokenizerFormatError
 from modeling.pretrained.formats import UnknownModelTypeError
 
-__all__ = ["HF", "KERAS_HUB", "GOOGLE", "PROJECT", "FolderError", "ModelFolder", "hf_family",
-           "inspect", "is_model_folder"]
+__all__ = ["HF", "KERAS_HUB", "GOOGLE", "PROJECT", "FolderError", "ModelFolder", "fill_settings",
+           "hf_family", "inspect", "is_model_folder"]
 
 HF = "hf"
 KERAS_HUB = "keras_hub"
@@ -235,3 +235,56 @@ def _keras_hub_folder(folder, config_json, values):
             return ModelFolder(folder, KERAS_HUB, family, config_json, None)
     raise FolderError("%s: keras-hub backbone %r is not one this project reads"
                       % (config_json, class_name))
+
+
+# Settings fields a model folder can fill, and the `ModelFolder` attribute each takes.
+SETTINGS_FIELDS = (("bert_config_file", "config_file"), ("config_file", "config_file"),
+                   ("vocab_file", "vocab_file"), ("merges_file", "merges_file"))
+
+
+def _folder_case(folder):
+    """`do_lower_case` of the folder's `tokenizer_config.json`, or None if it does not say."""
+    path = os.path.join(folder, "tokenizer_config.json")
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            value = json.load(f).get("do_lower_case")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, bool) else None
+
+
+def fill_settings(settings, checkpoint_field="init_checkpoint"):
+    """`settings` completed from the model folder its `init_checkpoint` names (a copy).
+
+    A model folder as `--init_checkpoint` is enough, for every script and
+    library job: when it is (or is inside) an HF, Google or project folder,
+    the empty config, vocabulary and merges fields take the folder's files
+    and a default `model_family` (None or the registry's default) takes the
+    folder's family (flags given explicitly win), and `do_lower_case`
+    follows the folder's `tokenizer_config.json` when it says (the case its
+    weights were trained with). Anything else is returned as it is.
+
+    Raises:
+        FolderError, UnknownModelTypeError: the folder cannot be read (one line).
+    """
+    path = getattr(settings, checkpoint_field, None)
+    if not dataclasses.is_dataclass(settings) or not isinstance(path, str) or not path or \
+            not is_model_folder(path):
+        return settings
+    folder = inspect(path)
+    changes = {}
+    family = getattr(settings, "model_family", "absent")
+    if family in (None, registry.DEFAULT_FAMILY) and family != folder.family.name:
+        changes["model_family"] = folder.family.name
+    if getattr(settings, "recipe", None) == registry.DEFAULT_DECODER and \
+            folder.family.name in registry.decoders and folder.family.name != settings.recipe:
+        changes["recipe"] = folder.family.name  # run/generate.py: the folder's causal LM
+    for field, attribute in SETTINGS_FIELDS:
+        if hasattr(settings, field) and not getattr(settings, field) and getattr(folder, attribute):
+            changes[field] = getattr(folder, attribute)
+    case = _folder_case(folder.path)
+    if case is not None and getattr(settings, "do_lower_case", case) != case:
+        changes["do_lower_case"] = case
+    return dataclasses.replace(settings, **changes) if changes else settings

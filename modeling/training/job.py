@@ -32,7 +32,6 @@ the runner's `error` (a `ValueError`) with a one-line message that names the
 flag or file, which the run scripts print as ``<script>: error: ...``.
 """
 
-import dataclasses
 import os
 
 from absl import logging
@@ -222,54 +221,14 @@ class JobRunner:
             listed = (", ".join(names[:-1]) + " or " + names[-1]) if len(names) > 1 else names[0]
             raise self.error("At least one of %s must be True." % listed)
 
-    # Job fields a model folder can fill: its config file and its vocabulary.
-    MODEL_FOLDER_FIELDS = (("bert_config_file", "config_file"), ("config_file", "config_file"),
-                           ("vocab_file", "vocab_file"))
-
     def filled_from_model_folder(self, job):
-        """`job`, completed from the model folder its `init_checkpoint` names (a copy).
-
-        A model folder as `--init_checkpoint` is enough: when it is (or is
-        inside) an HF, Google or project folder (`modeling.pretrained.folders`),
-        the job's empty config and vocabulary fields take the folder's files
-        and a default `model_family` takes the folder's family (flags given
-        explicitly win), and `do_lower_case` follows the folder's
-        `tokenizer_config.json` when it says (the case its weights were
-        trained with). Any other job is returned as it is.
-        """
+        """`job` completed from the model folder its `init_checkpoint` names (a copy):
+        `modeling.pretrained.folders.fill_settings`, errors as the job's."""
         from modeling.pretrained import folders  # pylint: disable=import-outside-toplevel
-        path = getattr(job, "init_checkpoint", None)
-        if not dataclasses.is_dataclass(job) or not isinstance(path, str) or not path or \
-                not folders.is_model_folder(path):
-            return job
         try:
-            folder = folders.inspect(path)
+            return folders.fill_settings(job)
         except ValueError as e:
-            raise self.error("--init_checkpoint=%s: %s" % (path, e)) from None
-        changes = {}
-        if hasattr(job, "model_family") and job.model_family in (None, registry.DEFAULT_FAMILY):
-            changes["model_family"] = folder.family.name
-        for field, attribute in self.MODEL_FOLDER_FIELDS:
-            if hasattr(job, field) and not getattr(job, field) and getattr(folder, attribute):
-                changes[field] = getattr(folder, attribute)
-        case = self._folder_case(folder.path)
-        if case is not None and hasattr(job, "do_lower_case") and job.do_lower_case != case:
-            logging.info("do_lower_case=%s, as %s/tokenizer_config.json says", case, folder.path)
-            changes["do_lower_case"] = case
-        return dataclasses.replace(job, **changes) if changes else job
-
-    @staticmethod
-    def _folder_case(folder):
-        import json  # pylint: disable=import-outside-toplevel
-        path = os.path.join(folder, "tokenizer_config.json")
-        if not os.path.isfile(path):
-            return None
-        try:
-            with open(path, encoding="utf-8") as f:
-                value = json.load(f).get("do_lower_case")
-        except (OSError, ValueError, AttributeError):
-            return None
-        return value if isinstance(value, bool) else None
+            raise self.error("--init_checkpoint=%s: %s" % (job.init_checkpoint, e)) from None
 
     def check_required(self, *names):
         """Each named field is given (``--NAME is required.``)."""
