@@ -156,3 +156,32 @@ def test_an_hf_model_folder_alone_is_enough(tmp_path):
         classifier_job.run(classifier_job.ClassifierJob(
             processor=ColourProcessor(), data_dir=str(tmp_path), do_train=True,
             init_checkpoint=str(tmp_path / "bad"), output_dir=str(tmp_path / "out2")))
+
+
+def test_fine_tuned_classifier_goes_out_as_hf_sequence_classification(model_files):
+    """run_classifier's output directory -> convert_checkpoint -> HF's
+    BertForSequenceClassification gives the same probabilities."""
+    import torch  # pylint: disable=g-import-not-at-top
+    import transformers  # pylint: disable=g-import-not-at-top
+    from modeling.pretrained import convert  # pylint: disable=g-import-not-at-top
+    out = model_files / "out"
+    result = classifier_job.run(classifier_job.ClassifierJob(
+        processor=ColourProcessor(), data_dir=str(model_files),
+        bert_config_file=str(model_files / "bert_config.json"),
+        vocab_file=str(model_files / "vocab.txt"), output_dir=str(out), max_seq_length=8,
+        do_train=True, do_predict=True, train_batch_size=4, num_train_epochs=5.0,
+        learning_rate=1e-2, log_steps=5, seed=1))
+    summary = convert.convert(convert.ConvertSettings(
+        init_checkpoint=str(out), bert_config_file=str(model_files / "bert_config.json"),
+        vocab_file=str(model_files / "vocab.txt"), output_dir=str(model_files / "hf")))
+    assert summary["heads"] == ["classifier"]
+    hf = transformers.AutoModelForSequenceClassification.from_pretrained(
+        str(model_files / "hf")).eval()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(model_files / "hf"))
+    texts = [e.text_a for e in ColourProcessor().get_test_examples(None)]
+    batch = tokenizer(texts, padding="max_length", max_length=8, return_tensors="pt")
+    with torch.no_grad():
+        probabilities = torch.softmax(hf(**batch).logits, -1).numpy()
+    np.testing.assert_allclose(probabilities, result.test_predictions, atol=1e-5)
+    # A trained head, not the initial one: the texts get clearly different outputs.
+    assert np.ptp(probabilities[:, 0]) > 1e-3

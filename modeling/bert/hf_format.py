@@ -85,6 +85,9 @@ HF_FORMAT = HFFormat(
                    "pretraining": "BertForPreTraining",
                    "classifier": "BertForSequenceClassification"},
     with_prefix="bert.",
+    # Google's `output_weights` is [num_labels, hidden], as PyTorch's Linear.
+    classifier_table=lambda: {"classifier.weight": ("output_weights", False),
+                              "classifier.bias": ("output_bias", False)},
     keras_hub_backbone="BertBackbone",
     keras_hub_config=config_from_keras_hub,
     keras_hub_tokenizer=tokenizer_from_keras_hub,

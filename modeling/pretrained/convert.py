@@ -73,16 +73,69 @@ def _tokenizer(settings, folder, config):
     return folder.tokenizer(config)
 
 
-def convert(settings):
-    """Loads `settings.init_checkpoint` and writes it as `settings.output_format`; returns a summary."""
-    from modeling.checkpoints import CheckpointMismatchError  # pylint: disable=import-outside-toplevel
-    settings.check()
-    folder = folders.inspect(settings.init_checkpoint)
+def _folder(settings):
+    """The input's `ModelFolder`; a checkpoint outside one (a run_classifier.py output
+    directory) with `--bert_config_file` given is read as this project's."""
+    try:
+        folder = folders.inspect(settings.init_checkpoint)
+    except folders.FolderError:
+        if not settings.bert_config_file:
+            raise
+        family = registry.families.get(settings.model_family or registry.DEFAULT_FAMILY)
+        folder = folders.ModelFolder(
+            os.path.dirname(os.path.abspath(settings.vocab_file or settings.bert_config_file)),
+            folders.PROJECT, family, settings.bert_config_file, settings.init_checkpoint,
+            vocab_file=settings.vocab_file)
     if settings.model_family and settings.model_family != folder.family.name:
         folder = dataclasses.replace(folder, family=registry.families.get(settings.model_family))
+    return folder
+
+
+# A fine-tuned classifier's head in a run_classifier.py checkpoint.
+_CLASSIFIER_KEY = "model/output_weights/.ATTRIBUTES/VARIABLE_VALUE"
+
+
+def _classifier(folder, config):
+    """A `BertClassifier` restored from a run_classifier.py checkpoint, or None for others."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    from modeling import checkpoints  # pylint: disable=import-outside-toplevel
+    if folder.checkpoint is None:
+        return None
+    fmt, prefix = checkpoints.resolve_checkpoint(folder.checkpoint)
+    if fmt != checkpoints.OBJECT_BASED:
+        return None
+    shapes = dict(tf.train.list_variables(prefix))
+    if _CLASSIFIER_KEY not in shapes:
+        return None
+    from modeling.analysis import compression  # pylint: disable=import-outside-toplevel
+    from modeling.tasks import classification  # pylint: disable=import-outside-toplevel
+    model = classification.BertClassifier.from_config_object(
+        config, num_labels=shapes[_CLASSIFIER_KEY][0], family=folder.family.name)
+    model({"input_ids": tf.zeros((1, 2), tf.int32), "input_mask": tf.ones((1, 2), tf.int32),
+           "segment_ids": tf.zeros((1, 2), tf.int32)})
+    compression.restore_classifier(model, prefix)
+    return model
+
+
+def convert(settings):
+    """Loads `settings.init_checkpoint` and writes it as `settings.output_format`; returns a summary.
+
+    A run_classifier.py checkpoint goes out with its classifier head (HF's
+    `*ForSequenceClassification`) unless `--heads=none`.
+    """
+    from modeling.checkpoints import CheckpointMismatchError  # pylint: disable=import-outside-toplevel
+    settings.check()
+    folder = _folder(settings)
     config = (folder.family.load_config(settings.bert_config_file) if settings.bert_config_file
               else folder.config())
     tokenizer = _tokenizer(settings, folder, config)
+    classifier = _classifier(folder, config) if settings.heads == "auto" else None
+    if classifier is not None:
+        export.save_pretrained(classifier, tokenizer, settings.output_dir,
+                               settings.output_format, config)
+        return {"input": folder.describe(), "output_dir": settings.output_dir,
+                "output_format": settings.output_format, "heads": ["classifier"],
+                "weights": len(classifier.weights)}
     head_sets = _HEAD_SETS if settings.heads == "auto" else ((),)
     last_error = None
     for objectives in head_sets:

@@ -51,8 +51,20 @@ def config_of(model):
     raise ExportError("%s cannot describe its config; pass config=" % type(encoder).__name__)
 
 
-def _role(target, hf_format):
-    """HF's architecture role of the model: encoder, masked_lm, pretraining or causal_lm."""
+def _is_classifier(model, target):
+    """A fine-tuned sentence classifier (`modeling.tasks.classification.BertClassifier`)."""
+    return (not target.has_heads and model is not target.encoder
+            and getattr(model, "output_weights", None) is not None)
+
+
+def _role(target, hf_format, model=None):
+    """HF's architecture role: encoder, classifier, masked_lm, pretraining or causal_lm."""
+    if model is not None and _is_classifier(model, target):
+        if hf_format.classifier_table is None or "classifier" not in hf_format.architectures:
+            raise ExportError("the %s family's HF format has no sequence-classification head "
+                              "layout; export the encoder alone (model.encoder)"
+                              % target.family.name)
+        return "classifier"
     if not target.has_heads:
         return "encoder"
     roots = set(target.roots) - {"encoder"}
@@ -71,11 +83,16 @@ def hf_arrays(model):
         raise ExportError("the %s family has no Hugging Face format" % target.family.name)
     table = target.family.name_tables[hf_format.table]
     arrays = name_tables.table_arrays(target, table)
-    role = _role(target, hf_format)
+    role = _role(target, hf_format, model)
     if role != "encoder" and hf_format.with_prefix:
         prefixes = tuple(table.encoder_prefixes)
         arrays = {(hf_format.with_prefix + name if name.startswith(prefixes) else name): value
                   for name, value in arrays.items()}
+    if role == "classifier":
+        # `classifier_table`: {HF name: (attribute of the classifier, transpose)}.
+        for name, (attribute, transpose) in hf_format.classifier_table().items():
+            value = np.asarray(getattr(model, attribute).numpy())
+            arrays[name] = value.T if transpose else value
     return {name: np.ascontiguousarray(value, dtype=np.float32) for name, value in
             arrays.items()}, role
 
@@ -104,13 +121,19 @@ def _staged(output_dir):
 
 def _write_hf(model, tokenizer, folder, config):
     import safetensors.numpy  # pylint: disable=import-outside-toplevel
-    target = targets.find_target(model)
-    hf_format = target.family.hf
+    hf_format = targets.find_target(model).family.hf
     arrays, role = hf_arrays(model)
     safetensors.numpy.save_file(arrays, os.path.join(folder, "model.safetensors"),
                                 metadata={"format": "pt"})
     values = hf_format.config_to_hf(config)
     values["architectures"] = [hf_format.architectures[role]]
+    if role == "classifier":
+        num_labels = int(model.output_weights.shape[0])
+        values["id2label"] = {str(i): "LABEL_%d" % i for i in range(num_labels)}
+        values["label2id"] = {"LABEL_%d" % i: i for i in range(num_labels)}
+        values["problem_type"] = {"classification": "single_label_classification",
+                                  "multi_label": "multi_label_classification",
+                                  "regression": "regression"}[model.task_type]
     atomic.write_text(os.path.join(folder, "config.json"), json.dumps(values, indent=2) + "\n")
     if tokenizer is not None:
         tokenizer.save(folder)

@@ -51,9 +51,10 @@ class HFFormat:
             (`RobertaForSequenceClassification`); roles the family lacks
             are absent.
         table: the key of `Family.name_tables` holding HF's names.
-        classifier_table: `(num_labels) -> {stored name: getter}` rows of a
-            fine-tuned classifier head in HF's `*ForSequenceClassification`
-            layout, or None when the head cannot be written.
+        classifier_table: `() -> {HF name: (attribute, transpose)}`: where a
+            fine-tuned `BertClassifier`'s head (`output_weights`,
+            `output_bias`) goes in HF's `*ForSequenceClassification`, or None
+            when that layout is another head (RoBERTa's two-layer one).
         with_prefix: the prefix HF's task models put before the encoder's
             names (`roberta.`), used when writing a model with heads.
         keras_hub_backbone: keras-hub's backbone class of the family
