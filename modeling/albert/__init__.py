@@ -1,4 +1,4 @@
-"""ALBERT (Lan et al. 2019): config, encoder, checkpoint names; registers the family.
+"""ALBERT (Lan et al. 2019): config, encoder, checkpoint names, HF folders; registers the family.
 
     from modeling.albert import AlbertConfig, AlbertEncoder
     encoder = AlbertEncoder.from_config_object(AlbertConfig.from_preset("albert_base"))
@@ -6,6 +6,7 @@
 
 from modeling import registry
 from modeling.albert import checkpoint_names
+from modeling.albert import hf_format
 from modeling.albert.config import ALBERT_VOCAB_SIZE
 from modeling.albert.config import HEADS_PER_GROUP_KEY
 from modeling.albert.config import AlbertConfig
@@ -46,7 +47,8 @@ def _extract_features(settings, layers):
 
 FAMILY = registry.families.register("albert", registry.network_family(
     "albert", AlbertEncoder, AlbertConfig, load_albert_config, _demo_config,
-    "albert_config.json", name_tables={"google_tf1": checkpoint_names.GOOGLE_TF1},
+    "albert_config.json",
+    name_tables={"google_tf1": checkpoint_names.GOOGLE_TF1, "hf": checkpoint_names.HF},
     checkpoint_heads=checkpoint_names.CHECKPOINT_HEADS,
     head_activation=lambda config: albert_activation(config.hidden_act),
     head_pruning=registry.HeadPruning(units_of_config=_head_units_of_config,
@@ -54,4 +56,5 @@ FAMILY = registry.families.register("albert", registry.network_family(
                                       checkpoint_name="model.ckpt", shared=True),
     attention_maps=True,
     feature_extractor=_extract_features,
+    hf=hf_format.HF_FORMAT,
 ))

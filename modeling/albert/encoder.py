@@ -64,9 +64,10 @@ group, k = inner group, block b = g * inner_group_num + k):
     pooler.{kernel,bias}                bert/pooler/dense/...
 
 (The table is `modeling/albert/checkpoint_names.py`; `modeling.checkpoints`
-reads and writes them.) Only "all" sharing has a google-research/albert
-checkpoint layout; the other modes are this project's, for the paper's
-ablations, and save through Keras / the trainer's checkpoints.
+reads and writes them, and Hugging Face's names beside them.) Only "all"
+sharing has a google-research/albert (or HF) checkpoint layout; the other
+modes are this project's, for the paper's ablations, and save through Keras
+/ the trainer's checkpoints.
 
 Activation: google-research/albert's `gelu` is the tanh approximation, and
 its released checkpoints were trained with it, so `from_config_object` and
@@ -78,6 +79,7 @@ form, as everywhere in this project).
 import keras
 
 from modeling.albert.config import HEADS_PER_GROUP_KEY
+from modeling.albert.config import AlbertConfig
 from modeling.albert.config import check_heads_per_group
 from modeling.encoder import EncoderBase
 from modeling.layers import (
@@ -85,17 +87,26 @@ from modeling.layers import (
     AttentionSublayer,
     BertEmbeddings,
     FeedForwardSublayer,
+    gelu,
+    register_activation,
     truncated_normal_initializer,
 )
 
 __all__ = [
     "AlbertEncoder",
+    "EXACT_GELU",
     "SHARING_MODES",
     "albert_activation",
 ]
 
 from modeling.layers.common import PACKAGE as _PACKAGE
 SHARING_MODES = ("all", "attention", "ffn", "none")
+
+# An ALBERT config's name for the exact (erf) GELU: its "gelu" is the tanh
+# form (below), but Hugging Face's ALBERT computes the erf form for configs
+# saying "gelu" (its v1 releases), and those must load as they compute.
+EXACT_GELU = "gelu_erf"
+register_activation(EXACT_GELU, gelu)
 
 
 def albert_activation(name):
@@ -145,6 +156,9 @@ class AlbertEncoder(EncoderBase):
             `modeling.analysis.heads`): every attention block of group g has
             that many heads of width `hidden_size // num_attention_heads`.
             "all" sharing only; None = `num_attention_heads` everywhere.
+        add_pooling_layer: build the tanh pooler (default); False for the
+            weights of HF's `AlbertForMaskedLM`, which has none (then there
+            is no `pooled_output`).
         **kwargs: Keras `Model` arguments (`name`, `dtype`, `trainable`).
 
     `num_hidden_groups` > 1 is only meaningful with "all" sharing (each
@@ -155,7 +169,8 @@ class AlbertEncoder(EncoderBase):
     """
 
     _CONFIG_FIELDS = _CONFIG_FIELDS
-    _EXTRA_CONFIG_FIELDS = ("share_parameters",) + EncoderBase._EXTRA_CONFIG_FIELDS
+    _EXTRA_CONFIG_FIELDS = ("share_parameters", "add_pooling_layer") \
+        + EncoderBase._EXTRA_CONFIG_FIELDS
     # A layer's head mask applies to each of its inner blocks.
     _SUPPORTS_HEAD_MASK = True
 
@@ -179,6 +194,7 @@ class AlbertEncoder(EncoderBase):
         layer_norm_epsilon=LAYER_NORM_EPSILON,
         output_attention_probs=False,
         num_attention_heads_per_group=None,
+        add_pooling_layer=True,
         **kwargs,
     ):
         kwargs.setdefault("name", "albert_encoder")
@@ -266,7 +282,8 @@ class AlbertEncoder(EncoderBase):
             )
             for i in range(num_ffn)
         ]
-        self.pooler = self._make_pooler()
+        # HF's AlbertForMaskedLM (and token-level task models) have no pooler.
+        self.pooler = self._make_pooler() if add_pooling_layer else None
         self.build()
 
     def build(self, input_shape=None):
@@ -277,7 +294,8 @@ class AlbertEncoder(EncoderBase):
             self.embedding_projection.build((None, None, self.embedding_size))
         for layer in self.attention_sublayers + self.ffn_sublayers:
             layer.build((None, None, self.hidden_size))
-        self.pooler.build((None, self.hidden_size))
+        if self.pooler is not None:
+            self.pooler.build((None, self.hidden_size))
 
     # ------------------------------------------------------------ structure
 
@@ -326,6 +344,22 @@ class AlbertEncoder(EncoderBase):
             args["num_attention_heads_per_group"] = list(heads)
         args.update(kwargs)
         return cls(**args)
+
+    def albert_config(self):
+        """The `AlbertConfig` describing this encoder (`from_config_object` gives it back).
+
+        The activation is named as an ALBERT config names it: the tanh GELU
+        "gelu", the exact one `EXACT_GELU`.
+        """
+        values = {field: getattr(self, field) for field in _CONFIG_FIELDS}
+        act = values["hidden_act"]
+        if isinstance(act, str):
+            values["hidden_act"] = {"gelu_tanh": "gelu", "gelu": EXACT_GELU}.get(act.lower(), act)
+        if self.layer_norm_epsilon != LAYER_NORM_EPSILON:
+            values["layer_norm_epsilon"] = float(self.layer_norm_epsilon)
+        if self.num_attention_heads_per_group is not None:
+            values[HEADS_PER_GROUP_KEY] = list(self.num_attention_heads_per_group)
+        return AlbertConfig(**values)
 
     def get_config(self):
         config = super().get_config()
