@@ -119,4 +119,6 @@ HF_FORMAT = HFFormat(
                    "pretraining": "AlbertForPreTraining",
                    "classifier": "AlbertForSequenceClassification"},
     with_prefix="albert.",
+    # keras-hub presets out: keras-hub converts the HF folder (modeling.pretrained.export).
+    keras_hub_backbone="AlbertBackbone",
 )

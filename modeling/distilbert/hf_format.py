@@ -77,4 +77,6 @@ HF_FORMAT = HFFormat(
     architectures={"encoder": "DistilBertModel", "masked_lm": "DistilBertForMaskedLM",
                    "classifier": "DistilBertForSequenceClassification"},
     with_prefix=PREFIX,
+    # keras-hub presets out: keras-hub converts the HF folder (modeling.pretrained.export).
+    keras_hub_backbone="DistilBertBackbone",
 )

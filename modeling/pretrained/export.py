@@ -75,8 +75,13 @@ def _role(target, hf_format, model=None):
     return "masked_lm" if "masked_lm" in hf_format.architectures else "encoder"
 
 
-def hf_arrays(model):
-    """(`{HF name: array}`, architecture role) of `model` under its family's HF names."""
+def hf_arrays(model, prefixed=None):
+    """(`{HF name: array}`, architecture role) of `model` under its family's HF names.
+
+    `prefixed`: put `HFFormat.with_prefix` before the encoder's names (None:
+    as HF saves the role: task and pre-training models prefixed, the bare
+    encoder not).
+    """
     target = targets.find_target(model)
     hf_format = target.family.hf
     if hf_format is None or hf_format.table not in target.family.name_tables:
@@ -84,7 +89,9 @@ def hf_arrays(model):
     table = target.family.name_tables[hf_format.table]
     arrays = name_tables.table_arrays(target, table)
     role = _role(target, hf_format, model)
-    if role != "encoder" and hf_format.with_prefix:
+    if prefixed is None:
+        prefixed = role != "encoder"
+    if prefixed and hf_format.with_prefix:
         prefixes = tuple(table.encoder_prefixes)
         arrays = {(hf_format.with_prefix + name if name.startswith(prefixes) else name): value
                   for name, value in arrays.items()}
@@ -119,10 +126,10 @@ def _staged(output_dir):
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _write_hf(model, tokenizer, folder, config):
+def _write_hf(model, tokenizer, folder, config, prefixed=None):
     import safetensors.numpy  # pylint: disable=import-outside-toplevel
     hf_format = targets.find_target(model).family.hf
-    arrays, role = hf_arrays(model)
+    arrays, role = hf_arrays(model, prefixed)
     safetensors.numpy.save_file(arrays, os.path.join(folder, "model.safetensors"),
                                 metadata={"format": "pt"})
     values = hf_format.config_to_hf(config)
@@ -158,7 +165,8 @@ def save_keras_hub(model, tokenizer, output_dir, config=None):
         model = target.encoder  # keras-hub presets hold the backbone and the tokenizer
     config = config if config is not None else config_of(model)
     with tempfile.TemporaryDirectory() as hf_folder, _staged(output_dir) as folder:
-        _write_hf(model, tokenizer, hf_folder, config)
+        # keras-hub's converters read the names of HF's released (task-model) files.
+        _write_hf(model, tokenizer, hf_folder, config, prefixed=True)
         backbone = keras_hub.models.Backbone.from_preset(hf_folder)
         backbone.save_to_preset(folder)
         if tokenizer is not None:
