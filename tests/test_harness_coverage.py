@@ -19,6 +19,7 @@ import test_encoders
 import test_gpt_harness
 import test_gpt2_harness
 import test_mass_harness
+import test_roberta_harness
 import test_xlnet_harness
 
 from modeling import registry
@@ -44,11 +45,13 @@ def test_every_family_and_objective_has_a_harness_case():
                      + test_gpt2_harness.ENCODER_CASES
                      + test_gpt_harness.ENCODER_CASES
                      + test_mass_harness.ENCODER_CASES
+                     + test_roberta_harness.ENCODER_CASES
                      + test_xlnet_harness.ENCODER_CASES]
     objective_cases = [case.name for case in test_encoders.OBJECTIVE_CASES
                        + test_gpt2_harness.OBJECTIVE_CASES
                        + test_gpt_harness.OBJECTIVE_CASES
                        + test_mass_harness.OBJECTIVE_CASES
+                       + test_roberta_harness.OBJECTIVE_CASES
                        + test_xlnet_harness.OBJECTIVE_CASES]
     tests_dir = os.path.dirname(os.path.abspath(__file__))
     for name, module in OWN_CHECKS.items():

@@ -291,6 +291,10 @@ class NameTable:
         rename: `stored name -> table name`, applied to every name of the
             checkpoint before matching (HF's optional `bert.` prefix, old
             LayerNorm `gamma`/`beta`); two names renamed alike are an error.
+        may_be_absent: regexes of table names a checkpoint may lack (HF's
+            RoBERTa task models are saved without the pooler): their
+            variables keep their values and are listed in
+            `LoadReport.missing_heads`, as HF re-initialises them.
     """
 
     entries: tuple
@@ -301,6 +305,7 @@ class NameTable:
     aliases: dict = dataclasses.field(default_factory=dict)
     tied: tuple = ()
     rename: Optional[Callable] = None
+    may_be_absent: tuple = ()
 
     def rows(self, encoder):
         """The concrete rows for `encoder`: templates expanded, fused groups checked."""
@@ -488,7 +493,8 @@ def load_by_table(target, source, table, fmt, path, allow_missing_heads=False, s
             continue  # An optional weight this model does not have.
         expected = entry.transform.stored_shape(variable.shape)
         if not present:
-            if root != "encoder" and allow_missing_heads:
+            if (root != "encoder" and allow_missing_heads) or any(
+                    re.search(pattern, entry.name) for pattern in table.may_be_absent):
                 if entry.name not in missing_heads:
                     missing_heads.append(entry.name)
             else:

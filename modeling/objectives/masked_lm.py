@@ -248,4 +248,9 @@ class MaskedLMObjective(Objective):
 
 @registry.objectives.register("masked_lm")
 def _masked_lm(config, family, **kwargs):
+    # The head's LayerNorm has the encoder's epsilon when the config names one
+    # (HF's `layer_norm_eps`: RoBERTa's 1e-5); BERT's 1e-12 otherwise.
+    epsilon = (getattr(config, "extra", None) or {}).get("layer_norm_epsilon")
+    if epsilon is not None:
+        kwargs.setdefault("layer_norm_epsilon", float(epsilon))
     return MaskedLMObjective(hidden_act=family.activation(config), **head_kwargs(config), **kwargs)
