@@ -15,6 +15,7 @@ dropouts, its forward LM by perturbation and its tied softmax against NumPy.
 
 import os
 
+import test_distilbert_harness
 import test_encoders
 import test_gpt_harness
 import test_gpt2_harness
@@ -42,12 +43,14 @@ def _built_in(table):
 
 def test_every_family_and_objective_has_a_harness_case():
     encoder_cases = [case.name for case in test_encoders.ENCODER_CASES
+                     + test_distilbert_harness.ENCODER_CASES
                      + test_gpt2_harness.ENCODER_CASES
                      + test_gpt_harness.ENCODER_CASES
                      + test_mass_harness.ENCODER_CASES
                      + test_roberta_harness.ENCODER_CASES
                      + test_xlnet_harness.ENCODER_CASES]
     objective_cases = [case.name for case in test_encoders.OBJECTIVE_CASES
+                       + test_distilbert_harness.OBJECTIVE_CASES
                        + test_gpt2_harness.OBJECTIVE_CASES
                        + test_gpt_harness.OBJECTIVE_CASES
                        + test_mass_harness.OBJECTIVE_CASES

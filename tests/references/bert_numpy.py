@@ -8,7 +8,7 @@ check any implementation whose weights can be put into that structure.
     params = {
         "word_embeddings":        [vocab, E],
         "position_embeddings":    [max_positions, E],
-        "token_type_embeddings":  [types, E],
+        "token_type_embeddings":  [types, E] or None,
         "embedding_layer_norm":   (gamma [E], beta [E]),
         "embedding_projection":   (kernel [E, H], bias [H]) or None,
         "layers":                 [[block, ...], ...],
@@ -23,6 +23,8 @@ check any implementation whose weights can be put into that structure.
     }
 
 BERT is `embedding_projection=None` (E = H) and one distinct block per layer.
+`token_type_embeddings=None` is an encoder without token types (DistilBERT):
+no segment term in the embedding sum.
 ALBERT differs in data only: E < H with a projection after the embedding
 LayerNorm, and the same block dict appearing in several layers (cross-layer
 sharing); `layers[i]` lists the blocks layer i applies in turn (ALBERT's
@@ -116,9 +118,9 @@ def forward(params, input_ids, input_mask=None, segment_ids=None, *, num_heads,
     act = ACTIVATIONS[activation]
     eps = layer_norm_epsilon
 
-    x = (params["word_embeddings"][input_ids]
-         + params["position_embeddings"][:seq][None]
-         + params["token_type_embeddings"][np.asarray(segment_ids)])
+    x = params["word_embeddings"][input_ids] + params["position_embeddings"][:seq][None]
+    if params.get("token_type_embeddings") is not None:
+        x = x + params["token_type_embeddings"][np.asarray(segment_ids)]
     x = layer_norm(x, *params["embedding_layer_norm"], epsilon=eps)
     outputs = {}
     if params.get("embedding_projection") is not None:
@@ -176,7 +178,8 @@ def _embeddings(encoder):
     return {
         "word_embeddings": _np(emb.word_embeddings),
         "position_embeddings": _np(emb.position_embeddings),
-        "token_type_embeddings": _np(emb.token_type_embeddings),
+        "token_type_embeddings": (None if emb.token_type_embeddings is None
+                                  else _np(emb.token_type_embeddings)),
         "embedding_layer_norm": _norm(emb.layer_norm),
     }
 
@@ -195,14 +198,17 @@ def _ffn_part(sublayer):
 
 
 def params_from_bert(encoder):
-    """`params` of a `BertEncoder` (paths as documented in modeling/bert/encoder.py)."""
+    """`params` of a `BertEncoder` (paths as documented in modeling/bert/encoder.py).
+
+    A subclass without token types or pooler (DistilBERT) gets None for them.
+    """
     params = _embeddings(encoder)
     params["embedding_projection"] = None
     params["layers"] = [
         [dict(_attention_part(block.attention_sublayer), **_ffn_part(block.ffn_sublayer))]
         for block in encoder.transformer_layers
     ]
-    params["pooler"] = _pair(encoder.pooler)
+    params["pooler"] = None if encoder.pooler is None else _pair(encoder.pooler)
     return params
 
 
