@@ -15,13 +15,14 @@ The recipe's tokenizer is the byte-level BPE of the "causal_lm" pipeline
 (`data/sample/gpt2/vocab.json`, `merges.txt` for the bundled corpus). GPT's
 own release used a different BPE (ftfy + spaCy pre-tokenization,
 lower-cased, `</w>` word ends, a 40,478-token vocabulary); its weights load
-(`config.json` + `model.safetensors`), but its text needs that tokenizer,
-which this project does not have.
+(`config.json` + `model.safetensors`), and its text goes through that BPE as
+HF reads it (`data.tokenizers.gpt_bpe`, `modeling.gpt.hf_format`).
 """
 
 from modeling import registry
 from modeling.serving import generation
 from modeling.gpt import checkpoint_names
+from modeling.gpt import hf_format
 from modeling.gpt.config import GPTConfig
 from modeling.gpt.config import GPTConfigError
 from modeling.gpt.config import list_presets
@@ -47,7 +48,7 @@ def _demo_config(vocab_size):
 FAMILY = registry.families.register("gpt", registry.network_family(
     "gpt", GPTNetwork, GPTConfig, load_gpt_config, _demo_config, "config.json",
     name_tables={"hf": checkpoint_names.HF}, head_activation=lambda config: config.hidden_act,
-    has_pooler=False))
+    has_pooler=False, hf=hf_format.HF_FORMAT))
 # run/generate.py --recipe=gpt: the causal LM continues each prompt.
 registry.decoders.register("gpt", generation.causal_lm_decoder("gpt"))
 # run_classifier's --model_family=gpt: the paper's input transformations, `GPTClassifier`.

@@ -14,6 +14,7 @@ objective (`modeling.objectives.causal_lm`) on the "causal_lm" pipeline
 from modeling import registry
 from modeling.serving import generation
 from modeling.gpt2 import checkpoint_names
+from modeling.gpt2 import hf_format
 from modeling.gpt2.config import GPT2Config
 from modeling.gpt2.config import GPT2ConfigError
 from modeling.gpt2.config import list_presets
@@ -44,6 +45,6 @@ FAMILY = registry.families.register("gpt2", registry.network_family(
     name_tables={"hf": checkpoint_names.HF}, head_activation=lambda config: config.hidden_act,
     # GPT's network (`modeling.gpt`) is a GPT2Network subclass of its own family.
     is_encoder=lambda model: isinstance(model, GPT2Network) and model.family_name == "gpt2",
-    has_pooler=False))
+    has_pooler=False, hf=hf_format.HF_FORMAT))
 # run/generate.py --recipe=gpt2: the causal LM continues each prompt.
 registry.decoders.register("gpt2", generation.causal_lm_decoder("gpt2"))

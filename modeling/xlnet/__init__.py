@@ -8,6 +8,10 @@ The family package holds every XLNet-specific part and registers them:
                                    memory-aligned streams, permutation masks)
 
 named together by the recipe `modeling/recipes/presets/xlnet.json`.
+Hugging Face XLNet folders and zihangdai/xlnet's TF1 checkpoints load through
+`name_tables={"hf": ..., "google_tf1": ...}` (`modeling.xlnet.checkpoint_names`)
+and `hf=` (`modeling.xlnet.hf_format`:
+config mapping, `modeling.xlnet.tokenizer.XLNetTokenizer` over `spiece.model`).
 Fine-tuning inputs in XLNet's layout (`A <sep> B <sep> <cls>`, left padded)
 come from `modeling.xlnet.finetuning`; `modeling.xlnet.classification` registers them as
 `run_classifier.py --model_family=xlnet`'s input format.
@@ -18,6 +22,8 @@ come from `modeling.xlnet.finetuning`; `modeling.xlnet.classification` registers
 """
 
 from modeling import registry
+from modeling.xlnet import checkpoint_names
+from modeling.xlnet import hf_format
 from modeling.xlnet.config import XLNetConfig
 from modeling.xlnet.config import XLNetConfigError
 from modeling.xlnet.config import load_xlnet_config
@@ -38,6 +44,9 @@ def _demo_config(vocab_size):
 
 FAMILY = registry.families.register("xlnet", registry.network_family(
     "xlnet", XLNetNetwork, XLNetConfig, load_xlnet_config, _demo_config, "config.json",
-    head_activation=lambda config: config.hidden_act, has_pooler=True))
+    head_activation=lambda config: config.hidden_act, has_pooler=True,
+    name_tables={"hf": checkpoint_names.HF, "google_tf1": checkpoint_names.GOOGLE_TF1},
+    checkpoint_heads=checkpoint_names.CHECKPOINT_HEADS,
+    hf=hf_format.HF_FORMAT))
 # run_classifier's --model_family=xlnet (`A <sep> B <sep> <cls>`, left padded).
 from modeling.xlnet import classification  # noqa: E402,F401  pylint: disable=g-import-not-at-top

@@ -84,8 +84,9 @@ Weights (HF XLNet names under `transformer.`; N = layer):
     layers[N].ff.{layer_1,layer_2,layer_norm}  layer.N.ff.* (Linear: transposed)
     sequence_summary                          sequence_summary.summary
     r_w_bias, r_r_bias, r_s_bias, seg_embed   (untie_r=False: one shared set)
-(Tested against HF's `XLNetModel` with mapped weights; no checkpoint name
-table is registered yet.)
+(HF's names are the family's "hf" name table, `modeling.xlnet.checkpoint_names`;
+HF's `XLNetModel` has no sequence summary, its classifier's
+`sequence_summary.summary` is a task head there.)
 """
 
 import math

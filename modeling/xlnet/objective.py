@@ -35,7 +35,20 @@ from modeling.objectives.base import _Ref
 from modeling.objectives.base import _per_example_cross_entropy
 from modeling.objectives.base import _stat
 
-__all__ = ["PermutationLMObjective"]
+__all__ = ["LMBiasHead", "PermutationLMObjective"]
+
+
+class LMBiasHead:
+    """The permutation LM's one weight seen as a checkpoint head (root "lm").
+
+    Checkpoint name tables find a pretrainer's heads as `objective.head`
+    (`modeling.checkpoints.targets.find_head`); this objective's head is
+    only its output bias, the decoder being the tied embedding table. A
+    plain object, not a layer: Keras neither tracks nor saves it twice.
+    """
+
+    def __init__(self, objective):
+        self.lm_bias = objective.lm_bias
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
@@ -63,6 +76,11 @@ class PermutationLMObjective(Objective):
             return
         self.lm_bias = self.add_weight(name="lm_bias", shape=(self.vocab_size,),
                                        initializer="zeros")
+
+    @property
+    def head(self):
+        """The checkpoint root "lm" (`LMBiasHead`: HF's `lm_loss.bias` is its `lm_bias`)."""
+        return LMBiasHead(self)
 
     def attach(self, encoder):
         table = encoder.embedding_table
