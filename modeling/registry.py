@@ -151,6 +151,9 @@ class Family:
             input texts, an iterable of one JSON-able dict per text (written
             as it is consumed) and the noun of the summary line ("features").
             None: the family has no feature extraction.
+        sentence_vector: what a sentence classifier reads: "pooled" (the
+            pooled output) or "first_token" (the first position through a
+            ReLU layer, DistilBERT's head: families without a pooler).
         hf: a `modeling.pretrained.formats.HFFormat`: the family reads (and
             writes) Hugging Face model folders of those `model_type`s;
             `modeling.pretrained` finds the family of a folder through it.
@@ -173,6 +176,7 @@ class Family:
     attention_maps: bool = False
     feature_extractor: Optional[Callable] = None
     hf: Optional[Any] = None
+    sentence_vector: str = "pooled"
 
     def activation(self, config):
         if self.head_activation is not None:

@@ -43,5 +43,7 @@ FAMILY = registry.families.register("distilbert", registry.network_family(
     checkpoint_heads=checkpoint_names.CHECKPOINT_HEADS,
     is_encoder=lambda model: type(model) is DistilBertEncoder,  # pylint: disable=unidiomatic-typecheck
     has_pooler=False,
+    # Its classifier reads the first token through `pre_classifier` (HF's head).
+    sentence_vector="first_token",
     hf=hf_format.HF_FORMAT,
 ))

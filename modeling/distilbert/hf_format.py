@@ -79,4 +79,9 @@ HF_FORMAT = HFFormat(
     with_prefix=PREFIX,
     # keras-hub presets out: keras-hub converts the HF folder (modeling.pretrained.export).
     keras_hub_backbone="DistilBertBackbone",
+    # `BertClassifier(sentence_vector="first_token")`: HF's pre_classifier and classifier.
+    classifier_table=lambda: {"pre_classifier.weight": ("pre_classifier.kernel", True),
+                              "pre_classifier.bias": ("pre_classifier.bias", False),
+                              "classifier.weight": ("output_weights", False),
+                              "classifier.bias": ("output_bias", False)},
 )

@@ -81,6 +81,11 @@ def _folder(settings):
     except folders.FolderError:
         if not settings.bert_config_file:
             raise
+        if folders.is_model_folder(settings.bert_config_file):
+            # The config of a model folder (the one fine-tuned): its family and tokenizer.
+            base = folders.inspect(os.path.dirname(os.path.abspath(settings.bert_config_file)))
+            return dataclasses.replace(base, kind=folders.PROJECT,
+                                       checkpoint=settings.init_checkpoint)
         family = registry.families.get(settings.model_family or registry.DEFAULT_FAMILY)
         folder = folders.ModelFolder(
             os.path.dirname(os.path.abspath(settings.vocab_file or settings.bert_config_file)),

@@ -98,7 +98,10 @@ def hf_arrays(model, prefixed=None):
     if role == "classifier":
         # `classifier_table`: {HF name: (attribute of the classifier, transpose)}.
         for name, (attribute, transpose) in hf_format.classifier_table().items():
-            value = np.asarray(getattr(model, attribute).numpy())
+            variable = model
+            for step in attribute.split("."):
+                variable = getattr(variable, step)
+            value = np.asarray(variable.numpy())
             arrays[name] = value.T if transpose else value
     return {name: np.ascontiguousarray(value, dtype=np.float32) for name, value in
             arrays.items()}, role

@@ -94,4 +94,9 @@ HF_FORMAT = HFFormat(
     architectures={"encoder": "RobertaModel", "masked_lm": "RobertaForMaskedLM",
                    "classifier": "RobertaForSequenceClassification"},
     with_prefix="roberta.",
+    # HF's head is dense -> tanh -> out_proj on <s>: this project's pooler and output layer.
+    classifier_table=lambda: {"classifier.dense.weight": ("encoder.pooler.kernel", True),
+                              "classifier.dense.bias": ("encoder.pooler.bias", False),
+                              "classifier.out_proj.weight": ("output_weights", False),
+                              "classifier.out_proj.bias": ("output_bias", False)},
 )

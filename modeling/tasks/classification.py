@@ -55,6 +55,7 @@ import numpy as np
 import tensorflow as tf
 
 from modeling import registry
+from modeling.layers import truncated_normal_initializer
 from modeling.layers.encoder_models import EncoderModel
 
 __all__ = [
@@ -74,6 +75,12 @@ CLASSIFICATION = "classification"
 MULTI_LABEL = "multi_label"
 REGRESSION = "regression"
 TASK_TYPES = (CLASSIFICATION, MULTI_LABEL, REGRESSION)
+# The sentence vector a classifier reads (`registry.Family.sentence_vector`):
+# the encoder's pooled output (BERT, ALBERT, RoBERTa), or its first token
+# through a ReLU layer (DistilBERT's `pre_classifier`: it has no pooler).
+POOLED = "pooled"
+FIRST_TOKEN = "first_token"
+SENTENCE_VECTORS = (POOLED, FIRST_TOKEN)
 
 
 def _stat(total, count):
@@ -154,7 +161,7 @@ class BertClassifier(EncoderModel, keras.Model):
     """
 
     def __init__(self, encoder, num_labels=None, task_type=CLASSIFICATION, dropout_rate=None,
-                 initializer_range=None, **kwargs):
+                 initializer_range=None, sentence_vector=POOLED, **kwargs):
         kwargs.setdefault("name", "bert_classifier")
         super().__init__(**kwargs)
         if task_type not in TASK_TYPES:
@@ -174,6 +181,17 @@ class BertClassifier(EncoderModel, keras.Model):
         self.dropout = keras.layers.Dropout(self.dropout_rate, dtype=self.dtype_policy,
                                             name="dropout")
         hidden_size = encoder.hidden_size
+        if sentence_vector not in SENTENCE_VECTORS:
+            raise ValueError("sentence_vector must be one of %s, not %r."
+                             % (", ".join(SENTENCE_VECTORS), sentence_vector))
+        self.sentence_vector = sentence_vector
+        self.pre_classifier = None
+        if sentence_vector == FIRST_TOKEN:
+            # DistilBERT's head (no pooler): ReLU(dense(first token)), then the output layer.
+            self.pre_classifier = keras.layers.Dense(
+                hidden_size, activation="relu", dtype=self.dtype_policy, name="pre_classifier",
+                kernel_initializer=truncated_normal_initializer(self.initializer_range))
+            self.pre_classifier.build((None, hidden_size))
         self.add_output_weights(self.num_labels, hidden_size)
         self.build()
 
@@ -187,15 +205,21 @@ class BertClassifier(EncoderModel, keras.Model):
         """
         kwargs = {} if dtype is None else {"dtype": dtype}
         encoder = registry.build_encoder(bert_config, family, **kwargs, **encoder_kwargs)
+        family_object = registry.families.get(family) if isinstance(family, str) else family
         return cls(encoder, num_labels=num_labels, task_type=task_type,
                    dropout_rate=bert_config.hidden_dropout_prob,
-                   initializer_range=bert_config.initializer_range, **kwargs)
+                   initializer_range=bert_config.initializer_range,
+                   sentence_vector=family_object.sentence_vector, **kwargs)
 
     # ------------------------------------------------------------------ call
 
     def call(self, features, training=None):
         """Returns `logits` plus `probabilities` (or `predictions` for regression)."""
-        pooled = self.encoder(features, training=training)["pooled_output"]
+        outputs = self.encoder(features, training=training)
+        if self.pre_classifier is None:
+            pooled = outputs["pooled_output"]
+        else:
+            pooled = self.pre_classifier(outputs["sequence_output"][:, 0])
         pooled = self.dropout(pooled, training=training)
         logits = tf.matmul(pooled, tf.cast(self.output_weights, pooled.dtype), transpose_b=True)
         logits = tf.cast(logits, tf.float32) + tf.cast(self.output_bias, tf.float32)
@@ -209,9 +233,10 @@ class BertClassifier(EncoderModel, keras.Model):
     # ---------------------------------------------------------------- config
 
     def get_config(self):
+        extra = {} if self.sentence_vector == POOLED else {"sentence_vector": self.sentence_vector}
         return self.encoder_model_config(num_labels=self.num_labels, task_type=self.task_type,
                                          dropout_rate=self.dropout_rate,
-                                         initializer_range=self.initializer_range)
+                                         initializer_range=self.initializer_range, **extra)
 
 
 # ------------------------------------------------------------------ metrics

@@ -43,6 +43,7 @@ The task is registered as ``registry.tasks.get("classification")``.
 """
 
 import dataclasses
+import functools
 import os
 from typing import Any, List, Optional
 
@@ -51,6 +52,7 @@ import numpy as np
 import tensorflow as tf
 
 from data import atomic
+from data import packing
 from data import input_pipeline
 from data import processors as processors_lib
 from data import tokenization
@@ -280,6 +282,23 @@ def _tokenizer(job, bert_config):
     return tokenization.FullTokenizer(job.vocab_file, job.do_lower_case)
 
 
+def pack_with_tokenizer(example, tokenizer, max_seq_length):
+    """`(input_ids, input_mask, segment_ids)` of one example through a `PretrainedTokenizer`."""
+    ids_a = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(example.text_a))
+    ids_b = (None if example.text_b is None else
+             tokenizer.convert_tokens_to_ids(tokenizer.tokenize(example.text_b)))
+    room = max_seq_length - len(tokenizer.build_inputs([], None if ids_b is None else []).input_ids)
+    if ids_b is None:
+        ids_a = ids_a[:max(room, 0)]
+    else:
+        packing.truncate_seq_pair(ids_a, ids_b, max(room, 0))
+    encoded = tokenizer.build_inputs(ids_a, ids_b)
+    pad = max_seq_length - len(encoded.input_ids)
+    pad_id = tokenizer.token_id("pad") if "pad" in tokenizer.special_tokens else 0
+    return (list(encoded.input_ids) + [pad_id] * pad, [1] * len(encoded.input_ids) + [0] * pad,
+            list(encoded.segment_ids) + [0] * pad)
+
+
 def _task_type(processor, error=ClassifierJobError):
     task_type = getattr(processor, "task_type", processors_lib.CLASSIFICATION)
     if task_type not in processors_lib.TASK_TYPES:
@@ -334,7 +353,7 @@ class PooledInputFormat(input_formats.InputFormat):
 
     @staticmethod
     def check_family(job, family):
-        if not family.has_pooler:
+        if not family.has_pooler and family.sentence_vector == "pooled":
             raise ClassifierJobError(
                 "--model_family=%s: its network has no pooled output to classify; sequence "
                 "classification needs an encoder family with a pooler (e.g. bert, albert)"
@@ -351,7 +370,33 @@ class PooledInputFormat(input_formats.InputFormat):
                                      % (job.input_transformation, job.model_family))
 
     def tokenizer(self):
+        folder_tokenizer = self._folder_tokenizer()
+        if folder_tokenizer is not None:
+            return folder_tokenizer
         return _tokenizer(self.job, self.config)
+
+    def _folder_tokenizer(self):
+        """The `--init_checkpoint` folder's own tokenizer when it is not Google's WordPiece
+        (RoBERTa's byte-level BPE, ALBERT's SentencePiece, ...), else None."""
+        from modeling.pretrained import folders  # pylint: disable=import-outside-toplevel
+        from modeling.pretrained import tokenizers  # pylint: disable=import-outside-toplevel
+        path = self.job.init_checkpoint
+        if not path or not folders.is_model_folder(path):
+            return None
+        try:
+            folder = folders.inspect(path)
+            if folder.family.hf is None or folder.kind == folders.KERAS_HUB:
+                return None
+            tokenizer = folder.tokenizer(self.config)
+        except ValueError as e:
+            raise ClassifierJobError("--init_checkpoint=%s: %s" % (path, e)) from None
+        if type(tokenizer) is tokenizers.WordPieceTokenizer:  # pylint: disable=unidiomatic-typecheck
+            return None  # Google's own path: the same ids, and its vocabulary checks.
+        if tokenizer.vocab_size > self.config.vocab_size:
+            raise ClassifierJobError(
+                "%s: the tokenizer has %d tokens but the config says vocab_size=%d"
+                % (folder.path, tokenizer.vocab_size, self.config.vocab_size))
+        return tokenizer
 
     num_choices = None
 
@@ -361,8 +406,18 @@ class PooledInputFormat(input_formats.InputFormat):
             self.num_choices = num_labels
 
     def pack_fn(self, tokenizer):
-        """`example -> (input_ids, input_mask, segment_ids)`, or None for Google's packing."""
-        return None
+        """`example -> (input_ids, input_mask, segment_ids)`, or None for Google's packing.
+
+        A model folder's own tokenizer frames the texts its family's way
+        (`PretrainedTokenizer.build_inputs`: RoBERTa's `<s> a </s></s> b
+        </s>`, ...), truncating the longer text first as Google does, and
+        pads with its padding id.
+        """
+        from modeling.pretrained import tokenizers  # pylint: disable=import-outside-toplevel
+        if not isinstance(tokenizer, tokenizers.PretrainedTokenizer):
+            return None
+        return functools.partial(pack_with_tokenizer, tokenizer=tokenizer,
+                                 max_seq_length=self.job.max_seq_length)
 
     def write_records(self, examples, path, label_list, task_type, tokenizer):
         if self.num_choices:
@@ -398,6 +453,10 @@ class PooledInputFormat(input_formats.InputFormat):
         return checkpoints.init_from_checkpoint(model, checkpoint)
 
     def export(self, model, export_dir, output_name):
+        if self._folder_tokenizer() is not None:
+            raise ClassifierJobError(
+                "--export_dir: the SavedModel's in-graph tokenizer is WordPiece; a model folder "
+                "with its own tokenizer has no SavedModel export yet; leave --export_dir unset")
         if self.num_choices:
             raise ClassifierJobError(
                 "--export_dir: a multiple-choice model has no SavedModel export yet (the "
