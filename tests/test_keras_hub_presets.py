@@ -22,6 +22,11 @@ CASES = {
     "distilbert": (transformers.DistilBertConfig(
         vocab_size=99, dim=16, n_layers=2, n_heads=2, hidden_dim=32, max_position_embeddings=32,
         dropout=0.0, attention_dropout=0.0), transformers.DistilBertModel, "DistilBertBackbone"),
+    "roberta": (transformers.RobertaConfig(
+        vocab_size=99, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=32, max_position_embeddings=34, type_vocab_size=1, pad_token_id=1,
+        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, layer_norm_eps=1e-5),
+        transformers.RobertaModel, "RobertaBackbone"),
 }
 
 
@@ -37,8 +42,9 @@ def test_preset_out_gives_hfs_hidden_states(family, tmp_path):
     assert pretrained.inspect(str(tmp_path / "preset")).kind == "keras_hub"
     backbone = keras_hub.models.Backbone.from_preset(str(tmp_path / "preset"))
     assert type(backbone).__name__ == backbone_class
-    ids = np.array([[2, 17, 33, 45, 3, 0, 0], [2, 5, 6, 7, 8, 9, 3]], np.int32)
-    mask = (ids != 0).astype(np.int32)
+    pad = getattr(config, "pad_token_id", 0) or 0
+    ids = np.array([[2, 17, 33, 45, 3, pad, pad], [2, 5, 6, 7, 8, 9, 3]], np.int32)
+    mask = (ids != pad).astype(np.int32)
     inputs = {"token_ids": ids, "padding_mask": mask}
     if "segment_ids" in [i.name for i in backbone.inputs]:
         inputs["segment_ids"] = np.zeros_like(ids)

@@ -129,10 +129,12 @@ def _staged(output_dir):
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _write_hf(model, tokenizer, folder, config, prefixed=None):
+def _write_hf(model, tokenizer, folder, config, prefixed=None, rewrite=None):
     import safetensors.numpy  # pylint: disable=import-outside-toplevel
     hf_format = targets.find_target(model).family.hf
     arrays, role = hf_arrays(model, prefixed)
+    if rewrite is not None:
+        arrays = rewrite(arrays)
     safetensors.numpy.save_file(arrays, os.path.join(folder, "model.safetensors"),
                                 metadata={"format": "pt"})
     values = hf_format.config_to_hf(config)
@@ -169,7 +171,8 @@ def save_keras_hub(model, tokenizer, output_dir, config=None):
     config = config if config is not None else config_of(model)
     with tempfile.TemporaryDirectory() as hf_folder, _staged(output_dir) as folder:
         # keras-hub's converters read the names of HF's released (task-model) files.
-        _write_hf(model, tokenizer, hf_folder, config, prefixed=True)
+        _write_hf(model, tokenizer, hf_folder, config, prefixed=True,
+                  rewrite=target.family.hf.keras_hub_arrays)
         backbone = keras_hub.models.Backbone.from_preset(hf_folder)
         backbone.save_to_preset(folder)
         if tokenizer is not None:

@@ -64,6 +64,10 @@ class HFFormat:
             preset's `config.json`), for presets in.
         keras_hub_tokenizer: `(folder, tokenizer config dict, config) ->
             PretrainedTokenizer` of a preset folder.
+        keras_hub_arrays: `{HF name: array} -> {HF name: array}`: the HF
+            weights rewritten, exactly, into what keras-hub's converter
+            reads (RoBERTa's token-type row, which keras-hub drops, folded
+            into the position table); None: as they are.
     """
 
     model_types: tuple
@@ -77,3 +81,4 @@ class HFFormat:
     keras_hub_backbone: Optional[str] = None
     keras_hub_config: Optional[Callable] = None
     keras_hub_tokenizer: Optional[Callable] = None
+    keras_hub_arrays: Optional[Callable] = None

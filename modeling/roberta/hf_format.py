@@ -86,6 +86,24 @@ def read_tokenizer(folder, config=None):
     return RobertaTokenizer.from_folder(folder)
 
 
+def fold_token_type(arrays):
+    """RoBERTa's one token-type row added to every position row (keras-hub has no token types).
+
+    HF adds `token_type_embeddings[0]` to every token; keras-hub's RoBERTa
+    converter drops it (released RoBERTa checkpoints hold zeros there), so a
+    model whose row is not zero (fine-tuned here) would lose it. Adding it
+    to each position row computes the same sums.
+    """
+    arrays = dict(arrays)
+    types = next((n for n in arrays if n.endswith("embeddings.token_type_embeddings.weight")), None)
+    if types is None:
+        return arrays
+    positions = types.replace("token_type_embeddings", "position_embeddings")
+    arrays[positions] = arrays[positions] + arrays[types][0]
+    arrays[types] = arrays[types] * 0.0
+    return arrays
+
+
 HF_FORMAT = HFFormat(
     model_types=("roberta",),
     config_from_hf=config_from_hf,
@@ -94,6 +112,9 @@ HF_FORMAT = HFFormat(
     architectures={"encoder": "RobertaModel", "masked_lm": "RobertaForMaskedLM",
                    "classifier": "RobertaForSequenceClassification"},
     with_prefix="roberta.",
+    # keras-hub presets out: keras-hub converts the HF folder (modeling.pretrained.export).
+    keras_hub_backbone="RobertaBackbone",
+    keras_hub_arrays=fold_token_type,
     # HF's head is dense -> tanh -> out_proj on <s>: this project's pooler and output layer.
     classifier_table=lambda: {"classifier.dense.weight": ("encoder.pooler.kernel", True),
                               "classifier.dense.bias": ("encoder.pooler.bias", False),
