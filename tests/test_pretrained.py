@@ -7,6 +7,7 @@ hidden states and MLM logits within 1e-4 of HF's model, and the same
 after a round trip through each output format.
 """
 
+import dataclasses
 import json
 import os
 import shutil
@@ -27,6 +28,16 @@ TEXTS = [
     ("Accents: café naïve Über", "[MASK] in text stays [MASK]"),
     ("  spaces   everywhere  ", "numbers 12,345.6 and symbols #@!"),
 ]
+
+
+@dataclasses.dataclass
+class _Settings:
+    """The fields of a job that a model folder fills."""
+    init_checkpoint: str
+    bert_config_file: str = None
+    vocab_file: str = None
+    do_lower_case: bool = False
+    model_family: str = "bert"
 
 
 def _batch(tokenizer, texts):
@@ -216,6 +227,18 @@ def test_keras_hub_export_is_a_preset_keras_hub_loads(loaded, tmp_path):
                       theirs["sequence_output"], mask, atol=1e-5)
     np.testing.assert_allclose(_ours(back, ids, segments, mask)["pooled_output"],
                                theirs["pooled_output"], atol=1e-5)
+    # A preset is also an --init_checkpoint of every job: config, vocabulary, weights.
+    from modeling import checkpoints  # pylint: disable=import-outside-toplevel
+    filled = folders.fill_settings(_Settings(init_checkpoint=out))
+    assert filled.bert_config_file == os.path.join(out, "config.json")
+    assert filled.vocab_file == os.path.join(out, "assets", "tokenizer", "vocabulary.txt")
+    assert filled.do_lower_case is True
+    family = loaded.folder.family
+    encoder = pretrained.loading.build_model(family, family.load_config(filled.bert_config_file))
+    report = checkpoints.init_from_checkpoint(encoder, out)
+    assert report.format == "keras_hub"
+    _close_where_real(_ours(encoder, ids, segments, mask)["sequence_output"],
+                      theirs["sequence_output"], mask, atol=1e-5)
 
 
 def test_encoder_alone_exports_as_bert_model(loaded, tmp_path, hf_bert):

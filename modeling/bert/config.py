@@ -543,6 +543,13 @@ def load_bert_config(path):
     except (json.JSONDecodeError, RecursionError) as e:
         raise BertConfigError(
             f"BERT config file {path} is not valid JSON: {_one_line(e)}") from e
+    if isinstance(parsed, dict) and str(parsed.get("module", "")).startswith("keras_hub"):
+        # A keras-hub preset's config.json: what its BertBackbone computes.
+        from modeling.bert import hf_format  # pylint: disable=import-outside-toplevel
+        try:
+            return hf_format.config_from_keras_hub(parsed.get("config", {}))
+        except (KeyError, TypeError, ValueError) as e:
+            raise BertConfigError(f"Invalid keras-hub BERT config {path}: {e}") from e
     try:
         if isinstance(parsed, dict) and any(k in parsed for k in _HF_MARKER_KEYS):
             parsed = _hf_to_google_dict(parsed)

@@ -151,10 +151,18 @@ def _has_index(prefix):
     return tf.io.gfile.exists(prefix + ".index")
 
 
+KERAS_HUB = "keras_hub"
+
+
+def _is_keras_hub_preset(path):
+    from modeling.pretrained import keras_hub  # pylint: disable=import-outside-toplevel
+    return keras_hub.is_preset(path)
+
+
 def resolve_checkpoint(path):
     """Works out what `path` is: returns `(format, resolved_path)`.
 
-    Accepted: a TF checkpoint prefix (`.../bert_model.ckpt`, `.../ckpt-5`)
+    Accepted: a keras-hub preset folder ("keras_hub"); a TF checkpoint prefix (`.../bert_model.ckpt`, `.../ckpt-5`)
     or its `.index` file; a `.safetensors` file or sharded index; a
     directory holding a `checkpoint` state file (the latest is taken), a
     `bert_model.ckpt`, exactly one other `*.index`, or `model.safetensors`.
@@ -171,6 +179,8 @@ def resolve_checkpoint(path):
     path = os.fspath(path)
     if not tf.io.gfile.isdir(path):
         refuse_pickle(path)  # By name: the file is never opened.
+    elif _is_keras_hub_preset(path):
+        return KERAS_HUB, path
     prefix = None
     if path.endswith(".index") and tf.io.gfile.exists(path):
         prefix = path[: -len(".index")]
@@ -236,6 +246,10 @@ def init_from_checkpoint(model, path, allow_missing_heads=False):
         fmt, resolved = resolve_checkpoint(path)
         if fmt == HF_SAFETENSORS:
             report = load_hf_safetensors(model, resolved, allow_missing_heads)
+        elif fmt == KERAS_HUB:
+            # keras-hub reads its own preset; the family's "keras_hub" table maps it.
+            from modeling.pretrained import keras_hub  # pylint: disable=import-outside-toplevel
+            report = keras_hub.load_into(model, resolved, allow_missing_heads)
         elif fmt == OBJECT_BASED:
             report = load_object_based(model, resolved, allow_missing_heads)
         else:

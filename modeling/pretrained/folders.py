@@ -64,8 +64,8 @@ class ModelFolder:
         family: the registered `registry.Family`.
         config_file: the family config's file in the folder.
         checkpoint: what `modeling.checkpoints.init_from_checkpoint` reads
-            (the folder, a file or a TF checkpoint prefix); None for
-            keras-hub presets (read by keras-hub).
+            (the folder, a file or a TF checkpoint prefix; a keras-hub
+            preset's folder, which keras-hub reads).
         hf_config: the parsed `config.json` of an HF folder (else None).
         vocab_file: the vocabulary file (`vocab.txt`, `vocab.json`,
             `spiece.model`, ...) if the folder has one, else None.
@@ -232,7 +232,10 @@ def _keras_hub_folder(folder, config_json, values):
     for _, family in registry.families.items():
         hf_format = family.hf
         if hf_format is not None and hf_format.keras_hub_backbone == class_name:
-            return ModelFolder(folder, KERAS_HUB, family, config_json, None)
+            vocab = _first_file(os.path.join(folder, "assets", "tokenizer"),
+                                ("vocabulary.txt", "vocabulary.json", "vocabulary.spm"))
+            return ModelFolder(folder, KERAS_HUB, family, config_json, folder,
+                               vocab_file=vocab)
     raise FolderError("%s: keras-hub backbone %r is not one this project reads"
                       % (config_json, class_name))
 
@@ -243,16 +246,21 @@ SETTINGS_FIELDS = (("bert_config_file", "config_file"), ("config_file", "config_
 
 
 def _folder_case(folder):
-    """`do_lower_case` of the folder's `tokenizer_config.json`, or None if it does not say."""
-    path = os.path.join(folder, "tokenizer_config.json")
-    if not os.path.isfile(path):
-        return None
-    try:
-        with open(path, encoding="utf-8") as f:
-            value = json.load(f).get("do_lower_case")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return value if isinstance(value, bool) else None
+    """`do_lower_case` of the folder's `tokenizer_config.json` (HF) or `tokenizer.json`
+    (keras-hub's `lowercase`), or None if it does not say."""
+    for name, read in (("tokenizer_config.json", lambda v: v.get("do_lower_case")),
+                       ("tokenizer.json", lambda v: v.get("config", {}).get("lowercase"))):
+        path = os.path.join(folder, name)
+        if not os.path.isfile(path):
+            continue
+        try:
+            with open(path, encoding="utf-8") as f:
+                value = read(json.load(f))
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(value, bool):
+            return value
+    return None
 
 
 def fill_settings(settings, checkpoint_field="init_checkpoint"):

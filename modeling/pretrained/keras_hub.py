@@ -31,7 +31,8 @@ from modeling.checkpoints import targets
 from modeling.checkpoints.report import CheckpointFormatError
 from modeling.pretrained import loading
 
-__all__ = ["KERAS_HUB_KEY", "load_preset", "preset_config", "preset_tokenizer"]
+__all__ = ["KERAS_HUB_KEY", "is_preset", "load_into", "load_preset", "preset_config",
+           "preset_tokenizer"]
 
 KERAS_HUB_KEY = "keras_hub"
 
@@ -96,16 +97,37 @@ def preset_tokenizer(folder, config):
                                                       config)
 
 
+def is_preset(path):
+    """Whether `path` is a keras-hub preset folder (its `config.json` names a keras_hub class)."""
+    config = os.path.join(os.fspath(path), "config.json")
+    if not os.path.isfile(config):
+        return False
+    try:
+        with open(config, encoding="utf-8") as f:
+            return str(json.load(f).get("module", "")).startswith("keras_hub")
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def load_into(model, path, allow_missing_heads=False):
+    """Fills `model` (a family's encoder, or a model around one) from the preset at `path`.
+
+    The `--init_checkpoint` reader of keras-hub presets
+    (`modeling.checkpoints.init_from_checkpoint`); returns a `LoadReport`.
+    """
+    del allow_missing_heads  # A preset holds the backbone only; heads start fresh.
+    import keras_hub  # pylint: disable=import-outside-toplevel
+    backbone = keras_hub.models.Backbone.from_preset(os.fspath(path))
+    target = targets.find_target(model)
+    table = name_tables.table_for(target, KERAS_HUB_KEY, "keras-hub preset %s" % path)
+    source = _BackboneSource(backbone, "keras-hub preset %s" % path)
+    return name_tables.load_by_table(target, source, table, KERAS_HUB_KEY, os.fspath(path))
+
+
 def load_preset(folder, config, objectives=(), dtype=None, **encoder_kwargs):
     """(model, LoadReport): the family's model with the preset's backbone weights."""
-    import keras_hub  # pylint: disable=import-outside-toplevel
     if objectives:
         raise CheckpointFormatError("%s: keras-hub presets hold the backbone only; no %s head"
                                     % (folder.path, ", ".join(objectives)))
     model = loading.build_model(folder.family, config, (), dtype, **encoder_kwargs)
-    backbone = keras_hub.models.Backbone.from_preset(folder.path)
-    target = targets.find_target(model)
-    table = name_tables.table_for(target, KERAS_HUB_KEY, folder.path)
-    source = _BackboneSource(backbone, "keras-hub preset %s" % folder.path)
-    report = name_tables.load_by_table(target, source, table, KERAS_HUB_KEY, folder.path)
-    return model, report
+    return model, load_into(model, folder.path)
