@@ -323,11 +323,22 @@ def test_the_family_is_registered_apart_from_bert(encoder):
     assert bert.embeddings.token_type_embeddings.shape == (2, 8) and bert.pooler is not None
 
 
-def test_pooled_output_classification_refuses_the_family():
+def test_classification_reads_the_first_token_through_hfs_pre_classifier():
+    # No pooler: the classifier job accepts the family because its sentence
+    # vector is the first token through a ReLU layer (HF's pre_classifier);
+    # a family with neither is refused.
+    from modeling.tasks import classification  # pylint: disable=g-import-not-at-top
     from modeling.tasks import classifier_job  # pylint: disable=g-import-not-at-top
+    assert FAMILY.sentence_vector == "first_token"
+    classifier_job.PooledInputFormat.check_family(
+        types.SimpleNamespace(model_family="distilbert"), FAMILY)
     with pytest.raises(classifier_job.ClassifierJobError, match="no pooled output"):
         classifier_job.PooledInputFormat.check_family(
-            types.SimpleNamespace(model_family="distilbert"), FAMILY)
+            types.SimpleNamespace(model_family="gpt2"), registry.families.get("gpt2"))
+    config = hf_format.config_from_hf(_hf_config().to_dict())
+    model = classification.BertClassifier.from_config_object(config, num_labels=3,
+                                                             family="distilbert")
+    assert model.pre_classifier is not None and model.pre_classifier.activation.__name__ == "relu"
 
 
 # -------------------------------------------------------------- tokenizer
