@@ -426,3 +426,21 @@ def test_scripts_take_a_model_folder_alone(minilm_model_dir, tmp_path):
     assert bad.stderr.strip().splitlines()[-1].endswith(
         "--vocab_file is required (or give --init_checkpoint as a model folder holding it)")
     assert not (tmp_path / "o").exists()
+
+
+def test_a_folder_that_cannot_tell_its_family_takes_the_jobs(tmp_path):
+    """This project's GPT output: config.json without model_type, a checkpoint state file."""
+    (tmp_path / "config.json").write_text('{"n_embd": 8, "n_layer": 1, "n_head": 2}')
+    (tmp_path / "checkpoint").write_text('model_checkpoint_path: "ckpt-1"\n')
+    with pytest.raises(pretrained.FolderError, match="has no `model_type`"):
+        pretrained.inspect(str(tmp_path))
+    folder = pretrained.inspect(str(tmp_path), family="gpt")
+    assert (folder.kind, folder.family.name) == ("project", "gpt")
+    # A job that names its config explicitly does not need the folder to tell ...
+    explicit = _Settings(init_checkpoint=str(tmp_path), bert_config_file="given.json")
+    assert folders.fill_settings(explicit) is explicit
+    # ... one that relies on the folder gets the folder's one-line reason.
+    with pytest.raises(pretrained.FolderError, match="give --model_family"):
+        folders.fill_settings(_Settings(init_checkpoint=str(tmp_path)))
+    filled = folders.fill_settings(_Settings(init_checkpoint=str(tmp_path), model_family="gpt"))
+    assert filled.bert_config_file == str(tmp_path / "config.json")

@@ -179,8 +179,12 @@ def _family_config(family):
     return family.config_file_name
 
 
-def inspect(path):
+def inspect(path, family=None):
     """The `ModelFolder` at `path` (a folder, or a checkpoint file/prefix inside one).
+
+    `family`: the family to assume when the folder cannot tell (this
+    project's GPT, GPT-2 or XLNet output: a `config.json` without
+    `model_type`), a registered name; None: the folder must tell.
 
     Raises:
         FolderError: not a folder of a known kind (one line, names the path).
@@ -206,6 +210,11 @@ def inspect(path):
                                vocab_file=vocab, merges_file=merges)
         families = [f for _, f in registry.families.items()
                     if f.config_file_name == "config.json"]
+        if family is not None and family in [f.name for f in families]:
+            state = os.path.isfile(os.path.join(folder, _CHECKPOINT_STATE))
+            return ModelFolder(folder, PROJECT if state else GOOGLE, registry.families.get(family),
+                               config_json, checkpoint or folder, vocab_file=vocab,
+                               merges_file=merges)
         if not os.path.isfile(os.path.join(folder, _CHECKPOINT_STATE)) or len(families) != 1:
             raise FolderError(
                 "%s has no `model_type`: cannot tell the model family (give --model_family, "
@@ -281,9 +290,15 @@ def fill_settings(settings, checkpoint_field="init_checkpoint"):
     if not dataclasses.is_dataclass(settings) or not isinstance(path, str) or not path or \
             not is_model_folder(path):
         return settings
-    folder = inspect(path)
-    changes = {}
     family = getattr(settings, "model_family", "absent")
+    explicit = family if family not in (None, "absent", registry.DEFAULT_FAMILY) else None
+    try:
+        folder = inspect(path, family=explicit)
+    except FolderError:
+        if any(getattr(settings, field, None) for field in ("bert_config_file", "config_file")):
+            return settings  # Everything was given explicitly: the folder is not needed.
+        raise
+    changes = {}
     if family in (None, registry.DEFAULT_FAMILY) and family != folder.family.name:
         changes["model_family"] = folder.family.name
     if getattr(settings, "recipe", None) == registry.DEFAULT_DECODER and \

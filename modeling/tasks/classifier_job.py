@@ -384,9 +384,12 @@ class PooledInputFormat(input_formats.InputFormat):
         if not path or not folders.is_model_folder(path):
             return None
         try:
-            folder = folders.inspect(path)
-            if folder.family.hf is None or folder.kind == folders.KERAS_HUB:
-                return None
+            try:
+                folder = folders.inspect(path, family=self.job.model_family)
+            except folders.FolderError:
+                return None  # Not a folder of a known kind: the flags say everything.
+            if folder.family.hf is None or folder.kind != folders.HF:
+                return None  # Google's and this project's folders: --vocab_file's WordPiece.
             tokenizer = folder.tokenizer(self.config)
         except ValueError as e:
             raise ClassifierJobError("--init_checkpoint=%s: %s" % (path, e)) from None
