@@ -34,7 +34,7 @@ def tiny_config(**changes):
     values = dict(vocab_size=30, char_embedding_dim=8,
                   filters=[[1, 4], [2, 4], [3, 4], [4, 4], [5, 4], [6, 4], [7, 4]],
                   n_highway=1, max_characters_per_token=12, lstm_dim=16, projection_dim=8,
-                  n_layers=2, proj_clip=3.0, dropout=0.0)
+                  n_layers=2, proj_clip=3.0, dropout=0.0, char_pooling="word")
     values.update(changes)
     return ElmoConfig(**values)
 
@@ -275,6 +275,7 @@ def test_config_file_round_trip_and_one_line_errors(tmp_path):
         load_elmo_config(str(path))
     del values["lstm"]["projection_dm"]
     values["lstm"]["cell_clip"] = 3
+    values["lstm"]["cell"] = "lstm_dense"
     path.write_text(json.dumps(values))
     with pytest.raises(ElmoConfigError, match="cell_clip.*must be null"):
         load_elmo_config(str(path))

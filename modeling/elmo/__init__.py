@@ -13,6 +13,10 @@ named together by the recipe `modeling/recipes/presets/elmo.json`
 (`run/run_pretraining.py --recipe=elmo`). `ScalarMix` (`modeling.elmo.scalar_mix`)
 is ELMo's feature use: a softmax-weighted, gamma-scaled sum of the network's
 `elmo_layers`, trained with a downstream model over the frozen biLM.
+`modeling.elmo.bilm_tf` reads (and writes) the original ELMo release,
+bilm-tf's `options.json` + `weights.hdf5`, with bilm-tf's outputs:
+
+    network = bilm_tf.from_bilm_tf("elmo_folder/")   # or (options.json, weights.hdf5)
 
     from modeling.elmo import ElmoConfig, ElmoNetwork, ScalarMix
     network = ElmoNetwork.from_config_object(ElmoConfig(
@@ -22,6 +26,7 @@ is ELMo's feature use: a softmax-weighted, gamma-scaled sum of the network's
 """
 
 from modeling import registry
+from modeling.elmo import bilm_tf  # bilm-tf's released files  # noqa: F401
 from modeling.elmo import objective  # registers "bidirectional_lm"  # noqa: F401
 from modeling.elmo import pipeline  # registers "elmo"  # noqa: F401
 from modeling.elmo.config import ElmoConfig
@@ -29,11 +34,13 @@ from modeling.elmo.config import ElmoConfigError
 from modeling.elmo.config import load_elmo_config
 from modeling.elmo.network import CharacterEncoder
 from modeling.elmo.network import ElmoNetwork
+from modeling.elmo.network import ProjectedLSTM
 from modeling.elmo.objective import BidirectionalLMObjective
 from modeling.elmo.scalar_mix import ScalarMix
 
 __all__ = ["BidirectionalLMObjective", "CharacterEncoder", "ElmoConfig", "ElmoConfigError",
-           "ElmoNetwork", "ScalarMix", "demo_config", "load_elmo_config"]
+           "ElmoNetwork", "ProjectedLSTM", "ScalarMix", "bilm_tf", "demo_config",
+           "load_elmo_config"]
 
 
 def demo_config(vocab_size):

@@ -18,13 +18,40 @@ negative words per batch (0: the full softmax; evaluation always uses the
 full softmax). `n_characters` counts character ids with allennlp's shift by
 one (262; `data.word_vocab`).
 
-Differences from bilm-tf, on purpose: the LSTMs are Keras LSTMs (the cuDNN
-kernel on a GPU), so the projection follows the LSTM instead of feeding back
-into its recurrence, and `cell_clip` (clipping the cell state inside the
-recurrence, which the cuDNN kernel cannot do) must be null; `proj_clip`
-clips the projections. Training-loop keys of bilm-tf's files (`batch_size`,
+A file means what it means to bilm-tf (`bilm/model.py`), so that the
+published `options.json` + `weights.hdf5` load with equal outputs
+(`modeling.elmo.bilm_tf`): a key missing from `lstm` or `char_cnn` takes
+bilm-tf's default, not this class's constructor default (`n_layers` 1,
+`n_highway` 0, `cell_clip` and `proj_clip` null). The published files have
+no `n_tokens_vocab` (their softmax is not released); `modeling.elmo.bilm_tf`
+fills it in. Training-loop keys of bilm-tf's files (`batch_size`,
 `n_epochs`, `n_train_tokens`, `unroll_steps`, `all_clip_norm`) are kept as
 extras: this project's trainer flags set those.
+
+Two keys of this project's own, written only when they are not bilm-tf's
+(so a file of bilm-tf's model is bilm-tf's file):
+
+    lstm.cell         "lstmp" (default): bilm-tf's projected LSTM cell
+                      (`tf.nn.rnn_cell.LSTMCell(dim, num_proj=projection_dim,
+                      cell_clip, proj_clip)`): the clipped projection is the
+                      recurrent state, the cell state is clipped inside the
+                      recurrence.
+                      "lstm_dense": a Keras LSTM of `dim` units followed by a
+                      Dense projection outside the recurrence. It stays
+                      because Keras runs that LSTM with the cuDNN kernel on a
+                      GPU (several times faster to pre-train at ELMo's 4096
+                      units than a cell written out step by step), and because
+                      checkpoints trained with it before LSTMP existed keep
+                      loading. It cannot clip the cell (`cell_clip` must be
+                      null); `proj_clip` clips the Dense output. Not bilm-tf's
+                      network: its weights do not load from `weights.hdf5`.
+    char_cnn.pooling  "padded" (default): as bilm-tf, each filter is
+                      max-pooled over every window of the
+                      `max_characters_per_token` ids, padding ids included.
+                      "word": only windows that start inside the word (a
+                      word's vector then does not depend on
+                      `max_characters_per_token` or on what follows its
+                      end-of-word id; `modeling.elmo.network`).
 
 Accessors with BERT's names (`vocab_size`, `hidden_size` = 2 x
 `projection_dim`, the width of every ELMo layer, `num_hidden_layers`) serve
@@ -42,11 +69,15 @@ __all__ = ["ElmoConfig", "ElmoConfigError", "load_elmo_config"]
 _TOP = ("bidirectional", "char_cnn", "dropout", "lstm", "n_tokens_vocab",
         "n_negative_samples_batch")
 _CHAR_CNN = ("activation", "embedding", "filters", "max_characters_per_token",
-             "n_characters", "n_highway")
-_LSTM = ("cell_clip", "dim", "n_layers", "proj_clip", "projection_dim",
+             "n_characters", "n_highway", "pooling")
+_LSTM = ("cell", "cell_clip", "dim", "n_layers", "proj_clip", "projection_dim",
          "use_skip_connections")
 _EXTRA_TOP = ("batch_size", "n_epochs", "n_train_tokens", "unroll_steps", "all_clip_norm")
 ACTIVATIONS = ("relu", "tanh")
+LSTM_CELLS = ("lstmp", "lstm_dense")
+CHAR_POOLINGS = ("padded", "word")
+# bilm-tf's values of keys a file leaves out (`options['lstm'].get('n_layers', 1)`, ...).
+BILM_TF_DEFAULTS = {"n_layers": 1, "n_highway": 0, "cell_clip": None, "proj_clip": None}
 
 
 class ElmoConfigError(ValueError):
@@ -93,12 +124,16 @@ class ElmoConfig(json_config.JsonConfig):
         lstm_dim: `lstm.dim`, units of each LSTM.
         projection_dim: `lstm.projection_dim`, also the token vectors' width.
         n_layers: `lstm.n_layers` per direction.
-        cell_clip: `lstm.cell_clip`; must be None (see the module docstring).
-        proj_clip: `lstm.proj_clip`, or None.
+        cell_clip: `lstm.cell_clip`, or None; clips the LSTM cell state at every
+            step ("lstmp" only; must be None for "lstm_dense").
+        proj_clip: `lstm.proj_clip`, or None; clips each step's projection
+            (with "lstmp" only when there is one: `projection_dim` < `lstm_dim`).
         use_skip_connections: `lstm.use_skip_connections` (residual between layers).
         dropout: on every LSTM layer's input while training.
         n_negative_samples_batch: 0 for the full softmax, else sampled softmax.
         bidirectional: must be True (ELMo's two language models).
+        lstm_cell: `lstm.cell`, "lstmp" or "lstm_dense" (see the module docstring).
+        char_pooling: `char_cnn.pooling`, "padded" or "word" (see the module docstring).
         **extra: bilm-tf's training-loop keys, kept and written back.
     """
 
@@ -112,7 +147,7 @@ class ElmoConfig(json_config.JsonConfig):
                  n_characters=vocabulary.N_CHARACTERS, activation="relu", lstm_dim=4096,
                  projection_dim=512, n_layers=2, cell_clip=None, proj_clip=3.0,
                  use_skip_connections=True, dropout=0.1, n_negative_samples_batch=0,
-                 bidirectional=True, **extra):
+                 bidirectional=True, lstm_cell="lstmp", char_pooling="padded", **extra):
         _unknown(extra, _EXTRA_TOP, "the options")
         self.vocab_size = _int("n_tokens_vocab", vocab_size, len(vocabulary.SPECIAL_WORDS))
         self.char_embedding_dim = _int("char_cnn.embedding.dim", char_embedding_dim)
@@ -143,11 +178,25 @@ class ElmoConfig(json_config.JsonConfig):
         self.lstm_dim = _int("lstm.dim", lstm_dim)
         self.projection_dim = _int("lstm.projection_dim", projection_dim)
         self.n_layers = _int("lstm.n_layers", n_layers)
-        if cell_clip is not None:
+        if lstm_cell not in LSTM_CELLS:
+            raise ElmoConfigError("`lstm.cell` must be one of %s, got %r"
+                                  % (", ".join(LSTM_CELLS), lstm_cell))
+        self.lstm_cell = lstm_cell
+        if char_pooling not in CHAR_POOLINGS:
+            raise ElmoConfigError("`char_cnn.pooling` must be one of %s, got %r"
+                                  % (", ".join(CHAR_POOLINGS), char_pooling))
+        self.char_pooling = char_pooling
+        if lstm_cell == "lstm_dense" and cell_clip is not None:
             raise ElmoConfigError(
-                "`lstm.cell_clip` must be null: the Keras (cuDNN-compatible) LSTM cannot clip "
-                "its cell state inside the recurrence, got %r" % (cell_clip,))
-        self.cell_clip = None
+                "`lstm.cell_clip` must be null with lstm.cell \"lstm_dense\": the Keras "
+                "(cuDNN-compatible) LSTM cannot clip its cell state inside the recurrence "
+                "(use \"lstmp\"), got %r" % (cell_clip,))
+        if lstm_cell == "lstmp" and self.projection_dim > self.lstm_dim:
+            raise ElmoConfigError(
+                "`lstm.projection_dim` (%d) must not exceed `lstm.dim` (%d) with lstm.cell "
+                "\"lstmp\": bilm-tf's cell only projects down" % (self.projection_dim,
+                                                                  self.lstm_dim))
+        self.cell_clip = _optional_positive("lstm.cell_clip", cell_clip)
         self.proj_clip = _optional_positive("lstm.proj_clip", proj_clip)
         if not isinstance(use_skip_connections, bool):
             raise ElmoConfigError("`lstm.use_skip_connections` must be true or false, got %r"
@@ -219,6 +268,14 @@ class ElmoConfig(json_config.JsonConfig):
         for key in ("n_layers", "cell_clip", "proj_clip", "use_skip_connections"):
             if key in lstm:
                 args[key] = lstm[key]
+        for key, value in BILM_TF_DEFAULTS.items():
+            args.setdefault(key, value)
+        if args["n_highway"] is None:  # bilm-tf: null is no highway layer
+            args["n_highway"] = 0
+        if "cell" in lstm:
+            args["lstm_cell"] = lstm["cell"]
+        if "pooling" in char_cnn:
+            args["char_pooling"] = char_cnn["pooling"]
         for key in ("dropout", "n_negative_samples_batch", "bidirectional") + _EXTRA_TOP:
             if key in values:
                 args[key] = values[key]
@@ -240,6 +297,10 @@ class ElmoConfig(json_config.JsonConfig):
             "n_negative_samples_batch": self.n_negative_samples_batch,
             "n_tokens_vocab": self.vocab_size,
         }
+        if self.lstm_cell != "lstmp":
+            out["lstm"]["cell"] = self.lstm_cell
+        if self.char_pooling != "padded":
+            out["char_cnn"]["pooling"] = self.char_pooling
         out.update(copy.deepcopy(self.extra))
         return out
 
@@ -248,7 +309,7 @@ class ElmoConfig(json_config.JsonConfig):
             "vocab_size", "char_embedding_dim", "filters", "n_highway",
             "max_characters_per_token", "n_characters", "activation", "lstm_dim",
             "projection_dim", "n_layers", "cell_clip", "proj_clip", "use_skip_connections",
-            "dropout", "n_negative_samples_batch")}
+            "dropout", "n_negative_samples_batch", "lstm_cell", "char_pooling")}
         values.update(self.extra)
         values.update(changes)
         return type(self)(**values)

@@ -5,6 +5,10 @@
         --bert_config_file=/tmp/elmo/elmo_options.json \
         --vocab_file=data/sample/elmo/vocab.txt --init_checkpoint=/tmp/elmo
 
+`--init_checkpoint` may also be bilm-tf's released biLM (a folder with its
+options file and `weights.hdf5`, `--bert_config_file` its options file):
+`load_elmo_weights`.
+
 The biLM is frozen (Peters et al. 2018, section 3.3): its layers (the
 character-CNN token layer, duplicated for both directions, and each
 biLSTM layer) are combined by a trainable `ScalarMix` (softmax-normalised
@@ -19,16 +23,19 @@ biLSTM layers) in Google's JSON-lines layout, plus the equal-weight mix
 (`elmo_average`) and its mean over the words.
 """
 
+import os
+
 import numpy as np
 import tensorflow as tf
 
+from modeling.elmo import bilm_tf
 from modeling.elmo.network import ElmoNetwork
 from modeling.elmo.scalar_mix import ScalarMix
 from modeling.tasks import input_formats
 from modeling.tasks import word_input_format
 
 __all__ = ["ElmoInputFormat", "build_elmo_classifier", "elmo_layers", "extract_features",
-           "features_from_files"]
+           "features_from_files", "load_elmo_weights"]
 
 
 def elmo_layers(network, features, training=False):
@@ -55,7 +62,24 @@ class ElmoInputFormat(word_input_format.WordInputFormat):
         return build_elmo_classifier(self.config, num_labels, task_type)
 
     def init_model(self, model, checkpoint):
-        return word_input_format.load_network_weights(model.encoder, checkpoint)
+        return load_elmo_weights(model.encoder, checkpoint)
+
+
+def load_elmo_weights(network, checkpoint):
+    """`--init_checkpoint` for an ELMo biLM: run_pretraining's output, or bilm-tf's release.
+
+    A folder holding bilm-tf's options and `weights.hdf5`, or the `.hdf5`
+    itself, loads through `modeling.elmo.bilm_tf` (the network must be of
+    those options: `--bert_config_file` is the release's options.json);
+    anything else is this project's checkpoint. Returns the number of
+    weights loaded.
+    """
+    path = os.fspath(checkpoint)
+    if path.endswith(".hdf5") or bilm_tf.is_bilm_tf_folder(path):
+        if not path.endswith(".hdf5"):
+            path = bilm_tf.find_files(path)[1]
+        return len(bilm_tf.load_bilm_tf_weights(network, path))
+    return word_input_format.load_network_weights(network, checkpoint)
 
 
 def extract_features(network, tokenizer, texts, layers=None, max_seq_length=128,
@@ -133,7 +157,7 @@ def features_from_files(settings, layers):
     from modeling.serving import inference  # pylint: disable=g-import-not-at-top
 
     network = ElmoNetwork.from_config_object(load_elmo_config(settings.bert_config_file))
-    word_input_format.load_network_weights(network, settings.init_checkpoint)
+    load_elmo_weights(network, settings.init_checkpoint)
     tokenizer = word_input_format.WordTokenizer(vocab_lib.WordVocabulary(settings.vocab_file),
                                                 settings.do_lower_case)
     texts = inference.read_input_lines(settings.input_file)
