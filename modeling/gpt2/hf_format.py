@@ -121,4 +121,8 @@ HF_FORMAT = HFFormat(
     read_tokenizer=read_tokenizer,
     architectures={"encoder": "GPT2Model", "causal_lm": "GPT2LMHeadModel"},
     with_prefix="transformer.",
+    # Out only: keras-hub's own HF converter writes GPT-2 presets
+    # (`modeling.pretrained.export.save_keras_hub`); reading them back needs
+    # `keras_hub_config` / `keras_hub_tokenizer`, which GPT-2 does not have yet.
+    keras_hub_backbone="GPT2Backbone",
 )

@@ -43,11 +43,21 @@ class ExportError(ValueError):
 
 
 def config_of(model):
-    """The family config of `model`'s encoder (BERT-shaped encoders describe themselves)."""
-    encoder = targets.find_target(model).encoder
-    for method in ("bert_config", "albert_config", "gpt_config", "config_object"):
+    """The family config of `model`'s encoder.
+
+    BERT-shaped encoders describe themselves (`bert_config()`,
+    `albert_config()`); networks built from their config's fields
+    (`modeling.layers.config_fields.ConfigFields`: GPT-2, GPT, XLNet, ...)
+    give them back as the family's `config_class` (`config_object`), so a
+    new family of that kind needs no method of its own here.
+    """
+    target = targets.find_target(model)
+    encoder = target.encoder
+    for method in ("bert_config", "albert_config"):
         if hasattr(encoder, method):
             return getattr(encoder, method)()
+    if hasattr(encoder, "config_object") and target.family.config_class is not None:
+        return encoder.config_object(target.family.config_class)
     raise ExportError("%s cannot describe its config; pass config=" % type(encoder).__name__)
 
 
@@ -55,6 +65,19 @@ def _is_classifier(model, target):
     """A fine-tuned sentence classifier (`modeling.tasks.classification.BertClassifier`)."""
     return (not target.has_heads and model is not target.encoder
             and getattr(model, "output_weights", None) is not None)
+
+
+def _is_causal_lm(model):
+    """A pretrainer with the "causal_lm" objective (GPT, GPT-2).
+
+    Its head is the token table itself (tied), so it has no head root in the
+    family's name table and the roots alone cannot tell it from the bare
+    network: the objective says it. HF's `*LMHeadModel` ties `lm_head` to
+    the embeddings the same way, so its file holds the network's weights
+    only (under `with_prefix`).
+    """
+    from modeling.objectives.causal_lm import CausalLMObjective  # pylint: disable=import-outside-toplevel
+    return any(isinstance(o, CausalLMObjective) for o in getattr(model, "objectives", ()) or ())
 
 
 def _role(target, hf_format, model=None):
@@ -67,6 +90,8 @@ def _role(target, hf_format, model=None):
         return "classifier"
     if not target.has_heads:
         return "encoder"
+    if _is_causal_lm(model) and "causal_lm" in hf_format.architectures:
+        return "causal_lm"
     roots = set(target.roots) - {"encoder"}
     for role, needs in (("pretraining", {"mlm", "nsp"}), ("masked_lm", {"mlm"}),
                         ("causal_lm", {"lm"})):
