@@ -8,6 +8,12 @@ names. `ConfigFields` is that loop, for a `keras.Model` (or layer) that
 sets `_CONFIG_FIELDS` (the config object's fields, in its order) and
 optionally `_EXTRA_CONFIG_FIELDS` (other arguments saved in the Keras
 config, before the fields: `output_attention_probs`, ...).
+
+A network built by `from_config_object` also keeps that config object, and
+`config_object` gives it back while its fields still agree: what a config
+holds beside the network's arguments (GPT-2's eos/bos ids, HF's
+`architectures` and other extras) must survive a model loaded from a
+folder and written back out.
 """
 
 import keras
@@ -38,11 +44,19 @@ class ConfigFields:
         """A network for the family's config; `kwargs` go to the constructor (`name`, `dtype`)."""
         args = {field: getattr(config, field) for field in cls._CONFIG_FIELDS}
         args.update(kwargs)
-        return cls(**args)
+        network = cls(**args)
+        network._source_config = config  # pylint: disable=protected-access
+        return network
 
     def config_object(self, config_class):
-        """`config_class` (the family's config) of this network's fields."""
-        return config_class(**{field: getattr(self, field) for field in self._CONFIG_FIELDS})
+        """`config_class` (the family's config) of this network's fields: the config it
+        was built from, while the fields agree (see the module docstring)."""
+        values = {field: getattr(self, field) for field in self._CONFIG_FIELDS}
+        source = getattr(self, "_source_config", None)
+        if isinstance(source, config_class) and all(
+                getattr(source, field) == value for field, value in values.items()):
+            return source
+        return config_class(**values)
 
     def get_config(self):
         config = {

@@ -25,15 +25,22 @@ An empty prompt starts from `bos_id` (GPT-2's unconditional samples start
 from `<|endoftext|>`); that token is not part of the prompt's ids.
 
 `load_generator(config_file, init_checkpoint, vocab_file, merges_file)`
-builds the network and tokenizer from files (an HF GPT-2 folder or this
-project's pre-training output) and `generate_records` / `write_jsonl`
-produce `run/generate.py`'s JSON lines. A causal-LM family offers itself to
+builds the network and tokenizer from files (this project's pre-training
+output, or an HF folder with vocabulary files given beside it);
+`load_folder_generator(folder)` from a published HF folder alone
+(`modeling.pretrained`), whose tokenizer is the family's HF-equal one:
+GPT-2's byte-level BPE, or GPT's own `</w>` BPE for an `openai-gpt` folder
+(a byte-level BPE would read GPT's merges into other ids).
+`run/generate.py` takes the folder's way when the vocabulary flags are empty
+or name the folder's own files. `generate_records` / `write_jsonl` produce
+`run/generate.py`'s JSON lines. A causal-LM family offers itself to
 `run/generate.py --recipe=NAME` by registering `causal_lm_decoder(NAME)` in
 `modeling.registry.decoders`.
 """
 
 import dataclasses
 import json
+import os
 from typing import List, Optional
 
 import numpy as np
@@ -45,7 +52,7 @@ from modeling.training.options import option
 
 __all__ = ["DecodingOptions", "GenerationError", "GenerationSettings", "Generator",
            "causal_lm_decoder", "filter_logits", "generate", "generate_records",
-           "load_generator", "write_jsonl"]
+           "load_folder_generator", "load_generator", "write_jsonl"]
 
 DECODING_MODES = ("greedy", "sample")
 
@@ -302,17 +309,76 @@ def load_generator(config_file, init_checkpoint, vocab_file, merges_file, family
     return Generator(network, tokenizer, eos_id, bos_id)
 
 
+def load_folder_generator(path, family=None):
+    """A `Generator` from an HF model folder alone: its config, weights and tokenizer.
+
+    Args:
+        path: an HF folder (`config.json` with `model_type`, safetensors,
+            tokenizer files), or a weights file inside one.
+        family: the decoder's family name; the folder's must be the same
+            (None: whatever the folder is).
+
+    The prompt's ids are the folder's tokenizer's, equal to HF's
+    `AutoTokenizer` of the folder (`modeling.pretrained`). The eos and bos
+    ids are the config's only, as HF's `generate` reads them: GPT's config
+    has none, so its generation runs to `max_new_tokens` (as HF's does) and
+    an empty prompt has nothing to start from.
+    """
+    from modeling import pretrained  # pylint: disable=g-import-not-at-top
+    try:
+        folder = pretrained.inspect(path)
+    except ValueError as e:
+        raise GenerationError("init_checkpoint", str(e)) from e
+    if family is not None and folder.family.name != family:
+        raise GenerationError(
+            "recipe", "%s is a %s model; --recipe=%s generates with %s models (give "
+            "--recipe=%s, or leave it out)" % (folder.path, folder.family.name, family, family,
+                                              folder.family.name))
+    try:
+        loaded = pretrained.load_pretrained(path)
+    except (ValueError, OSError, TypeError) as e:
+        raise GenerationError("init_checkpoint", str(e)) from e
+    network, config = loaded.model, loaded.config
+    if not (hasattr(network, "call_with_cache") and hasattr(network, "logits")):
+        raise GenerationError("init_checkpoint", "%s: the %s family's network is not a causal "
+                              "LM (no call_with_cache/logits)" % (folder.path, folder.family.name))
+    vocab_size = config.vocab_size
+
+    def usable(token_id):
+        return token_id if isinstance(token_id, int) and 0 <= token_id < vocab_size else None
+
+    eos_id = usable(getattr(config, "eos_token_id", None))
+    bos_id = usable(getattr(config, "bos_token_id", None))
+    return Generator(network, loaded.tokenizer, eos_id, bos_id if bos_id is not None else eos_id)
+
+
+def _prompt_ids(tokenizer, prompt):
+    """The prompt's ids: a folder's tokenizer gives `Encoded` (HF's ids of the prompt)."""
+    encoded = tokenizer.encode(prompt)
+    return list(getattr(encoded, "input_ids", encoded))
+
+
+def _decode(tokenizer, ids):
+    """`ids` as text without special tokens (HF's `skip_special_tokens=True`), for either
+    kind of tokenizer (a folder's `PretrainedTokenizer` decodes every id it is given)."""
+    specials = getattr(tokenizer, "special_tokens", None)
+    if isinstance(specials, dict) and hasattr(tokenizer, "build_inputs"):
+        special_ids = {tokenizer.vocab[t] for t in specials.values() if t in tokenizer.vocab}
+        return tokenizer.decode([i for i in ids if i not in special_ids])
+    return tokenizer.decode(ids, skip_special_tokens=True)
+
+
 def generate_records(generator, prompts, options, batch_size=8):
     """One dict per prompt: `prompt`, `prompt_ids`, `generated_ids`, `text`.
 
     `text` is the generated part only, decoded without special tokens.
     """
     tokenizer = generator.tokenizer
-    encoded = [tokenizer.encode(p) for p in prompts]
+    encoded = [_prompt_ids(tokenizer, p) for p in prompts]
     results = generate(generator.network, encoded, options, eos_id=generator.eos_id,
                        bos_id=generator.bos_id, batch_size=batch_size)
     return [{"prompt": prompt, "prompt_ids": ids, "generated_ids": result.generated_ids,
-             "text": tokenizer.decode(result.generated_ids, skip_special_tokens=True)}
+             "text": _decode(tokenizer, result.generated_ids)}
             for prompt, ids, result in zip(prompts, encoded, results)]
 
 
@@ -332,8 +398,9 @@ class GenerationSettings:
         choices=lambda: registry.default_first(registry.decoders.names(),
                                                registry.DEFAULT_DECODER))
     init_checkpoint: Optional[str] = option(
-        None, "HF GPT-2 model.safetensors (or its folder), or a checkpoint folder / "
-        "ckpt-N prefix written by run_pretraining.py --recipe=gpt2.")
+        None, "An HF GPT-2 or GPT (openai-gpt) folder, which alone is enough (its config and "
+        "tokenizer are used), or its model.safetensors, or a checkpoint folder / ckpt-N "
+        "prefix written by run_pretraining.py --recipe=gpt2.")
     config_file: Optional[str] = option(
         None, "The model's config.json (HF's, or the one run_pretraining.py wrote).")
     vocab_file: Optional[str] = option(None, "Byte-level BPE vocab.json.")
@@ -373,8 +440,11 @@ def causal_lm_decoder(family):
         options(settings)
 
     def generate_from_files(settings, prompts):
-        generator = load_generator(settings.config_file, settings.init_checkpoint,
-                                   settings.vocab_file, settings.merges_file, family=family)
+        if _folder_tokenizer_wanted(settings):
+            generator = load_folder_generator(settings.init_checkpoint, family=family)
+        else:
+            generator = load_generator(settings.config_file, settings.init_checkpoint,
+                                       settings.vocab_file, settings.merges_file, family=family)
         return generate_records(generator, prompts, options(settings))
 
     return registry.Decoder(
@@ -383,6 +453,28 @@ def causal_lm_decoder(family):
                         "output_file"),
         input_flags=("vocab_file", "merges_file", "config_file"),
         check=check, generate=generate_from_files)
+
+
+def _folder_tokenizer_wanted(settings):
+    """Whether `--init_checkpoint` is an HF folder whose own config and tokenizer files the
+    other flags name (or leave empty): then the folder's HF-equal tokenizer reads the
+    prompts. Files given explicitly in their place win (`load_generator`)."""
+    from modeling.pretrained import folders  # pylint: disable=g-import-not-at-top
+    path = settings.init_checkpoint
+    if not isinstance(path, str) or not path or not folders.is_model_folder(path):
+        return False
+    try:
+        folder = folders.inspect(path)
+    except ValueError as e:
+        raise GenerationError("init_checkpoint", str(e)) from e
+    if folder.kind != folders.HF:
+        return False
+    for option, own in (("config_file", folder.config_file), ("vocab_file", folder.vocab_file),
+                        ("merges_file", folder.merges_file)):
+        given = getattr(settings, option, None)
+        if given and (own is None or os.path.realpath(given) != os.path.realpath(own)):
+            return False
+    return True
 
 
 def write_jsonl(records, path):
