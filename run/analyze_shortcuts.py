@@ -9,9 +9,10 @@
     # "warrant only" / "no claim" / "no reason" baselines, one ARCT data dir each
     python run/analyze_shortcuts.py --mode=arct_ablations --data_dir=arct_data \
       --output_dir=/tmp/arct_ablations                     # warrant_only/, no_claim/, no_reason/
-    # negated claims with swapped labels (rows the rules cannot negate are counted, left out)
+    # Niven & Kao's adversarial set: each row and its copy with the claim negated and the
+    # label flipped (rows the rules cannot negate: reported, left out of both halves)
     python run/analyze_shortcuts.py --mode=arct_adversarial --data_dir=arct_data \
-      --output_dir=/tmp/arct_adversarial [--keep_original]
+      --output_dir=/tmp/arct_adversarial [--nokeep_original: the copies only]
 
     # HANS-style pairs, then a model's predictions scored per heuristic x label
     python run/analyze_shortcuts.py --mode=hans_generate --per_template=100 --seed=0 \
@@ -81,6 +82,16 @@ def main(_):
             print("%s: %d rows, %d negated, %d unsupported %s, %d written" % (
                 info["file"], info["rows"], info["negated"], info["unsupported"],
                 json.dumps(info["unsupported_reasons"]), info["written"]))
+            if info["unsupported_ids"]:
+                shown = info["unsupported_ids"][:10]
+                print("  claims not negated, rows left out: %s%s" % (", ".join(shown), (
+                    " ... (all %d in adversarial_report.json)" % info["unsupported"]
+                    if info["unsupported"] > len(shown) else "")))
+            for side in ("original", "written"):
+                cues = info["cue_balance"][side]
+                print("  %-8s %d cues, %d off chance; \"%s\" productivity %s" % (
+                    side, cues["cues"], cues["unbalanced"], cues["cue"],
+                    "n/a" if cues["productivity"] is None else "%.3f" % cues["productivity"]))
     elif mode == "hans_generate":
         examples = hans.generate(settings.per_template, settings.seed, settings.subcases)
         paths = hans.write_hans(examples, settings.output_dir)

@@ -1,7 +1,8 @@
 """Shortcut probing: data/probing/arct.py, data/probing/hans.py, run/analyze_shortcuts.py.
 
 No model: cue statistics against values computed by hand on small data sets,
-the ARCT ablation / adversarial writers read back through `ArctProcessor`,
+the ARCT ablation / adversarial writers read back through `ArctProcessor`
+(the adversarial set's cues at chance, by the module's own statistics),
 the claim negation rules one by one, the HANS templates' structure per
 sub-case, and the per-heuristic evaluation against hand-computed accuracies.
 """
@@ -193,35 +194,118 @@ def test_negation_refuses_what_the_rules_do_not_cover(claim, reason):
     assert arct.negate_claim(claim) == (None, reason)
 
 
-def test_adversarial_writer_negates_claims_and_swaps_labels(tmp_path):
+def test_adversarial_set_is_each_negatable_row_then_its_negated_copy(tmp_path):
+    # Niven & Kao (IKMLab/arct2 make_adversarial): originals + copies with the
+    # claim negated and the label flipped, warrants in their columns.
     rows = [
-        ("a1", "w0", "w1", "0", "r", "Google is a harmful monopoly"),
-        ("a2", "w0", "w1", "1", "r", "Schools should not require uniforms"),
-        ("a3", "w0", "w1", "1", "r", "People have rights"),          # unsupported
-        ("a4", "w0", "w1", "0", "r", "Nobody should vote"),          # unsupported
-        ("a5", "w0", "w1", "1", "r", "There is no need for zoos"),
+        ("a1", "w0 of a1", "w1 of a1", "0", "r1", "Google is a harmful monopoly"),
+        ("a2", "w0 of a2", "w1 of a2", "1", "r2", "Schools should not require uniforms"),
+        ("a3", "w0 of a3", "w1 of a3", "1", "r3", "People have rights"),    # unsupported
+        ("a4", "w0 of a4", "w1 of a4", "0", "r4", "Nobody should vote"),    # unsupported
+        ("a5", "w0 of a5", "w1 of a5", "1", "r5", "There is no need for zoos"),
     ]
     data, out = tmp_path / "arct", tmp_path / "adv"
     write_arct(str(data), rows)
+    write_arct(str(data), rows[2:4], name="dev-full.txt")  # nothing negatable
     report = arct.write_adversarial(str(data), str(out))
     train = report["train"]
-    assert (train["rows"], train["negated"], train["unsupported"], train["written"]) == (5, 3, 2, 3)
+    assert (train["rows"], train["negated"], train["unsupported"], train["written"]) == (5, 3, 2, 6)
     assert train["unsupported_reasons"] == {"no_auxiliary": 1, "other_negation": 1}
     assert train["unsupported_ids"] == ["a3", "a4"]
+    assert [(u["id"], u["claim"], u["reason"], u["source"].rsplit(":", 1)[1])
+            for u in train["unsupported_rows"]] == [
+        ("a3", "People have rights", "no_auxiliary", "4"),
+        ("a4", "Nobody should vote", "other_negation", "5")]
     assert train["rules"] == {"add_not": 1, "remove_not": 1, "no_to_some": 1}
+    assert (report["dev"]["written"], report["dev"]["unsupported"]) == (0, 2)
     assert json.load(open(out / "adversarial_report.json")) == report
     examples = processors.ArctProcessor(data_dir=str(out)).get_train_examples(str(out))
-    assert [(e.guid, e.fields["claim"], e.label) for e in examples] == [
-        ("a1-adv", "Google is not a harmful monopoly", "1"),
-        ("a2-adv", "Schools should require uniforms", "0"),
-        ("a5-adv", "There is some need for zoos", "0")]
-    assert all(e.choices == ["w0", "w1"] for e in examples)  # warrants stay in place
+    # Exactly twice the negatable rows; the unsupported ones in neither half.
+    assert [e.guid for e in examples] == ["a1", "a2", "a5", "a1-adv", "a2-adv", "a5-adv"]
+    originals, copies = examples[:3], examples[3:]
+    source = {r[0]: r for r in rows}
+    for original, copy in zip(originals, copies):
+        row = source[original.guid]
+        assert (original.choices, original.label, original.fields["claim"]) == (
+            [row[1], row[2]], row[3], row[5])
+        assert copy.fields["claim"] == arct.negate_claim(row[5])[0] != row[5]
+        assert copy.choices == original.choices          # the warrants stay in their columns
+        assert copy.label == str(1 - int(original.label))  # ... and exchange roles:
+        assert copy.choices[int(copy.label)] == original.choices[1 - int(original.label)]
+        assert copy.fields["reason"] == row[4]
+        assert copy.fields["debateTitle"] == original.fields["debateTitle"]
+    assert [e.fields["claim"] for e in copies] == [
+        "Google is not a harmful monopoly", "Schools should require uniforms",
+        "There is some need for zoos"]
 
-    both = arct.write_adversarial(str(data), str(tmp_path / "both"), keep_original=True)
-    assert both["train"]["written"] == 8
-    examples = processors.ArctProcessor().get_train_examples(str(tmp_path / "both"))
-    assert [e.guid for e in examples] == ["a1", "a2", "a3", "a4", "a5", "a1-adv", "a2-adv",
-                                          "a5-adv"]
+    # The copies alone: an option (not balanced, see the next test).
+    alone = arct.write_adversarial(str(data), str(tmp_path / "alone"), keep_original=False)
+    assert alone["train"]["written"] == 3
+    examples = processors.ArctProcessor().get_train_examples(str(tmp_path / "alone"))
+    assert [(e.guid, e.label) for e in examples] == [("a1-adv", "1"), ("a2-adv", "0"),
+                                                     ("a5-adv", "0")]
+
+
+# CUE_ROWS with claims the rules negate, and a row whose claim they cannot,
+# holding "not" in the right warrant: kept on one side only it would tip "not".
+BALANCE_ROWS = [row[:5] + ("Zoos are needed",) for row in CUE_ROWS] + [
+    ("r7", "it is not bad", "it is bad", "0", "reason seven", "People have rights")]
+
+
+def test_adversarial_set_puts_every_warrant_cue_at_chance(tmp_path):
+    data, out = tmp_path / "arct", tmp_path / "adv"
+    write_arct(str(data), BALANCE_ROWS)
+    before = by_cue(arct.cue_statistics(arct.load_examples(str(data), "train", "arct")))
+    assert before["not"]["productivity"] == pytest.approx(5 / 6)  # r1-r4 and r7 of r1-r5, r7
+    assert {r["productivity"] for r in before.values()} != {0.5}
+    report = arct.write_adversarial(str(data), str(out))["train"]
+    assert report["unsupported_ids"] == ["r7"] and report["written"] == 12
+    after = arct.cue_statistics(arct.load_examples(str(out), "train", "arct"))
+    cues = by_cue(after)
+    assert after["n"] == 12 and set(cues) >= set(before) - {"bad", "is bad", "not bad"}
+    # Every cue of the warrants: once right, once wrong.
+    assert {r["productivity"] for r in after["cues"]} == {0.5}
+    assert (cues["not"]["applicability"], cues["not"]["productive"]) == (10, 5)
+    assert cues["not"]["coverage"] == pytest.approx(10 / 12)
+    assert "bad" not in cues  # r7: in neither half
+    assert report["cue_balance"]["written"] == {
+        "n": 12, "cues": len(cues), "unbalanced": 0, "max_productivity": 0.5, "cue": "not",
+        "applicability": 10, "productivity": 0.5}
+    original = report["cue_balance"]["original"]
+    assert (original["n"], original["applicability"]) == (7, 6)
+    assert original["productivity"] == pytest.approx(5 / 6)
+    assert original["unbalanced"] == sum(1 for r in before.values() if r["productivity"] != 0.5)
+    # The copies alone only mirror the cues: "not" 4/5 -> 1/5.
+    alone = arct.write_adversarial(str(data), str(tmp_path / "alone"), keep_original=False)
+    mirrored = by_cue(arct.cue_statistics(
+        arct.load_examples(str(tmp_path / "alone"), "train", "arct")))
+    assert mirrored["not"]["productivity"] == pytest.approx(1 / 5)
+    assert alone["train"]["cue_balance"]["written"]["unbalanced"] > 0
+
+
+def test_script_writes_the_adversarial_set_and_reports_it(tmp_path):
+    data, out = tmp_path / "arct", tmp_path / "adv"
+    write_arct(str(data), BALANCE_ROWS)
+    done = script_runner.run([sys.executable, SCRIPT, "--mode=arct_adversarial",
+                              "--data_dir=%s" % data, "--output_dir=%s" % out], **RUN)
+    assert done.returncode == 0, done.stderr
+    report = json.load(open(out / "adversarial_report.json"))["train"]
+    assert done.stdout.splitlines() == [
+        'train-full.txt: 7 rows, 6 negated, 1 unsupported {"no_auxiliary": 1}, 12 written',
+        "  claims not negated, rows left out: r7",
+        '  original %d cues, %d off chance; "not" productivity 0.833'
+        % (report["cue_balance"]["original"]["cues"],
+           report["cue_balance"]["original"]["unbalanced"]),
+        '  written  %d cues, 0 off chance; "not" productivity 0.500'
+        % report["cue_balance"]["written"]["cues"]]
+    assert [e.guid for e in processors.ArctProcessor().get_train_examples(str(out))] == [
+        "r1", "r2", "r3", "r4", "r5", "r6", "r1-adv", "r2-adv", "r3-adv", "r4-adv", "r5-adv",
+        "r6-adv"]
+    done = script_runner.run([sys.executable, SCRIPT, "--mode=arct_adversarial",
+                              "--nokeep_original", "--data_dir=%s" % data,
+                              "--output_dir=%s" % (tmp_path / "alone")], **RUN)
+    assert done.returncode == 0, done.stderr
+    assert "1 unsupported" in done.stdout and "6 written" in done.stdout
 
 
 # ------------------------------------------------------------------ HANS

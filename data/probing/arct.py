@@ -31,12 +31,23 @@ productivity, then coverage, then the cue itself.
 --task_name=arct --data_dir=<output>`` trains on them unchanged. A model that
 does as well without the claim and reason cannot be using them.
 
-**Adversarial data set** (`write_adversarial`, Niven & Kao section 4): the
-claim negated and the label swapped (the alternative warrant, with the same
-reason, supports the negated claim), the warrants left in place, so every cue
-in the warrants points the wrong way as often as the right one. The negation
-is a small rule-based one (`negate_claim`); rows it cannot negate are counted
-(by reason) and left out, never mangled. The rules, tried in this order:
+**Adversarial data set** (`write_adversarial`, Niven & Kao section 4, as
+their code IKMLab/arct2 builds it): for every row, a copy with the claim
+negated and the label flipped -- the warrants stay in their columns, but
+the alternative warrant, with the same reason, is the one that supports the
+negated claim, so the two warrants exchange roles. The set is the original
+rows *plus* their copies: every warrant cue (say "not" in warrant0) then
+occurs once in the correct warrant and once in the wrong one, its
+productivity is exactly 1/2, and a model that learnt the cues is at chance.
+The copies alone (``keep_original=False``) only mirror the cues (a cue of
+productivity 0.8 becomes 0.2, which a model could as well learn); that is
+an option, not the default. The negation is a small rule-based one
+(`negate_claim`); a row it cannot negate is left out of *both* halves (kept
+on the original side only it would unbalance the cues again) and reported:
+count, reason and id, in the returned report and ``adversarial_report.json``,
+next to the cue balance of the data set before and after (`cue_balance`).
+
+The rules, tried in this order:
 
 1. Any negation other than those below ("never", "nobody", "nothing",
    "none", "nowhere", "neither", "nor", "no one", "no longer", "no more",
@@ -75,7 +86,7 @@ from data.processors.choice import ChoiceExample
 
 __all__ = ["ABLATIONS", "ARCT_LABEL_COLUMN", "tokenize", "ngrams", "cue_statistics",
            "write_cues", "load_examples", "negate_claim", "write_ablation",
-           "write_adversarial", "SPLITS"]
+           "write_adversarial", "cue_balance", "SPLITS"]
 
 SPLITS = ("train", "dev", "test")
 ARCT_LABEL_COLUMN = ArctProcessor.LABEL_COLUMN
@@ -410,49 +421,97 @@ def write_ablation(data_dir, output_dir, ablation, files=None):
     return counts
 
 
-def write_adversarial(data_dir, output_dir, keep_original=False, files=None):
-    """Writes ARCT's files with each claim negated and the label swapped (Niven & Kao §4).
+def cue_balance(examples, orders=(1, 2), cue="not"):
+    """How far a multiple-choice set's warrant cues are from chance (`cue_statistics`).
 
-    Rows whose claim `negate_claim` cannot negate are left out and counted.
-    With `keep_original`, the original rows come first, then the
-    adversarial ones (ids ``<id>-adv``), as Niven & Kao's combined set.
+    Returns ``n`` (labelled data points), ``cues`` (cues applicable at least
+    once), ``unbalanced`` (how many of them have a productivity other than
+    chance), ``max_productivity`` and, for `cue`, its ``applicability`` and
+    ``productivity`` (None when it is never applicable). Niven & Kao's
+    combined adversarial set has ``unbalanced`` 0: that is what it is for.
+    """
+    report = cue_statistics(examples, orders)
+    rows = report["cues"]
+    chance = report["chance"]
+    # productive / applicability == 1 / choices, in integers: no float equality.
+    choices = round(1 / chance) if chance else None
+    unbalanced = sum(1 for r in rows if r["productive"] * choices != r["applicability"])
+    named = next((r for r in rows if r["cue"] == cue), None)
+    return {"n": report["n"], "cues": len(rows), "unbalanced": unbalanced,
+            "max_productivity": max((r["productivity"] for r in rows), default=None),
+            "cue": cue,
+            "applicability": named["applicability"] if named else 0,
+            "productivity": named["productivity"] if named else None}
+
+
+def _negated_copy(fields, negated_claim):
+    """The adversarial twin of one row: claim negated, label flipped, warrants in place."""
+    fields = dict(fields, claim=negated_claim)
+    label = fields.get(ARCT_LABEL_COLUMN, "").strip()
+    if label:
+        # Two warrants: the alternative one is the negated claim's warrant.
+        fields[ARCT_LABEL_COLUMN] = "1" if label == "0" else "0"
+    if fields.get(ArctProcessor.ID_COLUMN):
+        fields[ArctProcessor.ID_COLUMN] += "-adv"
+    return fields
+
+
+def write_adversarial(data_dir, output_dir, keep_original=True, files=None):
+    """Writes Niven & Kao's adversarial ARCT files: each row, then its negated copy.
+
+    Each split's file holds the rows whose claim `negate_claim` can negate
+    (in file order) followed by their negated copies in the same order (ids
+    ``<id>-adv``, claim negated, label flipped, warrants in place): twice the
+    negatable rows, every warrant cue at productivity 1/2 (module docstring).
+    Rows it cannot negate are in neither half, and reported.
+
+    Args:
+      data_dir: the ARCT files (`ArctProcessor.FILES`, or `files`).
+      output_dir: where the files of the same names are written (atomically).
+      keep_original: False writes the negated copies only (not balanced: the
+        cues mirrored, not cancelled).
+      files: other file names for train, dev, test.
 
     Returns:
       a report dict per split: ``rows`` read, ``negated``, ``written``,
       ``unsupported`` (count), ``rules`` (count per rule), ``unsupported_reasons``
-      (count per reason) and ``unsupported_ids``. Also written to
-      ``adversarial_report.json`` in `output_dir`.
+      (count per reason), ``unsupported_ids``, ``unsupported_rows`` (id,
+      ``file:line``, claim and reason of each) and ``cue_balance``
+      (`cue_balance` of the rows read, ``original``, and of the rows written,
+      ``written``). Also written to ``adversarial_report.json`` in `output_dir`.
     """
     _check_dirs(data_dir, output_dir)
     report = {}
     for split, path in _arct_files(data_dir, files).items():
         header, examples = _read_arct(data_dir, split, path)
-        originals, adversarial = [], []
-        rules, reasons, unsupported_ids = (collections.Counter(), collections.Counter(), [])
+        originals, adversarial, unsupported = [], [], []
+        rules, reasons = collections.Counter(), collections.Counter()
         for example in examples:
             fields = dict(example.fields)
-            if keep_original:
-                originals.append(_tsv_line(header, fields, example.source))
             negated, rule = negate_claim(fields["claim"])
             if negated is None:
                 reasons[rule] += 1
-                unsupported_ids.append(example.guid)
+                unsupported.append({"id": example.guid, "source": example.source,
+                                    "claim": fields["claim"], "reason": rule})
                 continue
             rules[rule] += 1
-            fields["claim"] = negated
-            label = fields.get(ARCT_LABEL_COLUMN, "").strip()
-            if label:
-                fields[ARCT_LABEL_COLUMN] = "1" if label == "0" else "0"
-            if ArctProcessor.ID_COLUMN in fields and fields[ArctProcessor.ID_COLUMN]:
-                fields[ArctProcessor.ID_COLUMN] += "-adv"
-            adversarial.append(_tsv_line(header, fields, example.source))
-        rows = originals + adversarial
-        _write_arct(os.path.join(output_dir, os.path.basename(path)), header, rows)
+            originals.append(_tsv_line(header, fields, example.source))
+            adversarial.append(_tsv_line(header, _negated_copy(fields, negated),
+                                         example.source))
+        rows = (originals if keep_original else []) + adversarial
+        out_path = os.path.join(output_dir, os.path.basename(path))
+        _write_arct(out_path, header, rows)
+        # The balance of what was written, read back as run_classifier will read it.
+        _, written = _read_arct(output_dir, split, out_path)
         report[split] = {"file": os.path.basename(path), "rows": len(examples),
                          "negated": len(adversarial), "written": len(rows),
-                         "unsupported": len(unsupported_ids), "rules": dict(rules),
+                         "keep_original": keep_original,
+                         "unsupported": len(unsupported), "rules": dict(rules),
                          "unsupported_reasons": dict(reasons),
-                         "unsupported_ids": unsupported_ids}
+                         "unsupported_ids": [u["id"] for u in unsupported],
+                         "unsupported_rows": unsupported,
+                         "cue_balance": {"original": cue_balance(examples),
+                                         "written": cue_balance(written)}}
     atomic.write_text(os.path.join(output_dir, "adversarial_report.json"),
                       json.dumps(report, indent=1) + "\n")
     return report

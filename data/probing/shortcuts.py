@@ -55,7 +55,9 @@ class ShortcutSettings:
         None, "generic processor: the labels (default: inferred).")
     ablations: List[str] = option(help="arct_ablations: which to write.",
                                   default_factory=lambda: list(arct.ABLATIONS))
-    keep_original: bool = option(False, "arct_adversarial: write the original rows too.")
+    keep_original: bool = option(
+        True, "arct_adversarial: write each negatable row and its negated copy, Niven & "
+        "Kao's set, every warrant cue at chance (--nokeep_original: the copies only).")
     per_template: int = option(100, "hans_generate: pairs per template (30 templates).")
     seed: int = option(0, "hans_generate: random seed.")
     subcases: Optional[List[str]] = option(None, "hans_generate: only these sub-cases.")
