@@ -10,6 +10,15 @@ JSON lines (``linex_index``, ``features`` with ``token`` and ``layers`` of
 sentence vectors. `--model_family=albert` reads an ALBERT encoder the same way
 (`--bert_config_file` its albert_config.json).
 
+A published HF or keras-hub folder as `--init_checkpoint` is enough, for
+any family (BERT, RoBERTa, ALBERT, DistilBERT, XLNet, GPT, GPT-2): its
+config, family and tokenizer are the folder's, tokens are HF's (special
+tokens included), and `pooled_output` is there for families with a pooler
+(`modeling.serving.folder_inference`):
+
+    python run/extract_features.py --init_checkpoint=/models/roberta-base \
+      --input_file=input.txt --output_file=features.jsonl
+
 `--model_family=elmo` extracts a pre-trained ELMo biLM's word vectors
 instead (`--bert_config_file` its elmo_options.json, `--vocab_file` its word
 vocabulary, `--init_checkpoint` run_pretraining's output): layers are 0 (the
@@ -28,6 +37,8 @@ import common_flags
 from data import atomic
 from data import tokenization
 from modeling import registry
+from modeling.pretrained import folders
+from modeling.serving import folder_inference
 from modeling.serving import inference
 
 common_flags.define_job_flags(inference.FeatureExtractionSettings)
@@ -35,16 +46,21 @@ common_flags.define_job_flags(inference.FeatureExtractionSettings)
 
 def main(_):
     settings = common_flags.job_from_flags(inference.FeatureExtractionSettings)
-    common_flags.require(settings, "vocab_file", "bert_config_file")
-    tokenization.validate_case_matches_checkpoint(settings.do_lower_case,
-                                                  settings.init_checkpoint)
+    folder = folders.published_folder(settings)
+    if folder is None:
+        common_flags.require(settings, "vocab_file", "bert_config_file")
+        tokenization.validate_case_matches_checkpoint(settings.do_lower_case,
+                                                      settings.init_checkpoint)
     atomic.check_outputs([("--output_file", settings.output_file)],
                          [("--input_file", settings.input_file),
-                          ("--vocab_file", settings.vocab_file),
-                          ("--bert_config_file", settings.bert_config_file)])
+                          ("--vocab_file", settings.vocab_file or ""),
+                          ("--bert_config_file", settings.bert_config_file or "")])
     layers = settings.layer_indexes()
-    extract = registry.families.get(settings.model_family).feature_extractor
-    texts, records, what = extract(settings, layers)
+    if folder is not None:
+        texts, records, what = folder_inference.folder_features(folder, settings, layers)
+    else:
+        extract = registry.families.get(settings.model_family).feature_extractor
+        texts, records, what = extract(settings, layers)
     with atomic.atomic_output(settings.output_file) as out:
         for record in records:
             out.write(json.dumps(record, ensure_ascii=False) + "\n")

@@ -10,6 +10,15 @@ text_b`` for a pair). Works with Google's checkpoints (which carry the
 cls/predictions head), this project's own pre-training checkpoints, and HF
 BERT safetensors. Prints a table; --output_file writes JSON lines. The flags
 are the fields of `modeling.serving.inference.FillMaskSettings`.
+
+A published HF or keras-hub folder of a masked-LM family (BERT, RoBERTa,
+ALBERT, DistilBERT) as `--init_checkpoint` is enough: its tokenizer reads the
+text (HF's tokens; `[MASK]` stands for the folder's mask token, `<mask>`
+for RoBERTa) and the family's MLM head predicts
+(`modeling.serving.folder_inference`):
+
+    python run/predict_masked.py --init_checkpoint=/models/roberta-base \
+      --text="The capital of France is <mask>."
 """
 
 import json
@@ -23,6 +32,8 @@ from data import atomic
 from data import tokenization
 from modeling import checkpoints
 from modeling import bert as config_lib
+from modeling.pretrained import folders
+from modeling.serving import folder_inference
 from modeling.serving import inference
 from modeling import recipes
 
@@ -31,6 +42,28 @@ common_flags.define_job_flags(inference.FillMaskSettings)
 
 def main(_):
     settings = common_flags.job_from_flags(inference.FillMaskSettings)
+    folder = folders.published_folder(settings)
+    if folder is None:
+        results = _from_files(settings)
+    else:
+        if settings.output_file:
+            atomic.check_outputs([("--output_file", settings.output_file)],
+                                 [("--input_file", settings.input_file or "")])
+        results = folder_inference.folder_fill_mask(folder, settings, _texts(settings))
+    _report(settings, results)
+
+
+def _texts(settings):
+    texts = list(settings.text)
+    if settings.input_file:
+        texts.extend(inference.read_input_lines(settings.input_file, skip_blank=True))
+    if not texts:
+        raise ValueError("Give --text or --input_file.")
+    return texts
+
+
+def _from_files(settings):
+    """Google's way: a WordPiece vocabulary, a BERT config and a checkpoint."""
     common_flags.require(settings, "bert_config_file", "vocab_file")
     tokenization.validate_case_matches_checkpoint(settings.do_lower_case,
                                                   settings.init_checkpoint)
@@ -42,17 +75,15 @@ def main(_):
         atomic.check_outputs([("--output_file", settings.output_file)],
                              [("--input_file", settings.input_file or ""),
                               ("--vocab_file", settings.vocab_file)])
-    texts = list(settings.text)
-    if settings.input_file:
-        texts.extend(inference.read_input_lines(settings.input_file, skip_blank=True))
-    if not texts:
-        raise ValueError("Give --text or --input_file.")
+    texts = _texts(settings)
     if settings.precision == "bf16":
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
     model = recipes.build_bert_pretrainer(bert_config)
     checkpoints.init_from_checkpoint(model, settings.init_checkpoint)
-    results = inference.fill_mask(model, tokenizer, texts, settings.top_k,
-                                  settings.max_seq_length)
+    return inference.fill_mask(model, tokenizer, texts, settings.top_k, settings.max_seq_length)
+
+
+def _report(settings, results):
     for result in results:
         print(result["text"])
         if not result["masks"]:

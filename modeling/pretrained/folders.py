@@ -37,7 +37,7 @@ from modeling.pretrained.formats import TokenizerFormatError
 from modeling.pretrained.formats import UnknownModelTypeError
 
 __all__ = ["HF", "KERAS_HUB", "GOOGLE", "PROJECT", "FolderError", "ModelFolder", "fill_settings",
-           "hf_family", "inspect", "is_model_folder"]
+           "hf_family", "inspect", "is_model_folder", "published_folder"]
 
 HF = "hf"
 KERAS_HUB = "keras_hub"
@@ -311,3 +311,28 @@ def fill_settings(settings, checkpoint_field="init_checkpoint"):
     if case is not None and getattr(settings, "do_lower_case", case) != case:
         changes["do_lower_case"] = case
     return dataclasses.replace(settings, **changes) if changes else settings
+
+
+def published_folder(settings, fields=("bert_config_file", "config_file", "vocab_file",
+                                       "merges_file"), checkpoint_field="init_checkpoint"):
+    """The HF or keras-hub `ModelFolder` that `settings` reads whole, else None.
+
+    A script reads a published folder through its own tokenizer (HF's ids,
+    any family) when its checkpoint field names such a folder and each of
+    `fields` the settings have is empty or names the folder's own file (as
+    `fill_settings` fills them). A file given in their place wins: the
+    script then reads the files it was given, the way it always has.
+    """
+    path = getattr(settings, checkpoint_field, None)
+    if not isinstance(path, str) or not path or not is_model_folder(path):
+        return None
+    folder = inspect(path)
+    if folder.kind not in (HF, KERAS_HUB):
+        return None
+    own = dict(SETTINGS_FIELDS)
+    for field in fields:
+        given = getattr(settings, field, None)
+        mine = getattr(folder, own[field]) if field in own else None
+        if given and (mine is None or os.path.realpath(given) != os.path.realpath(mine)):
+            return None
+    return folder

@@ -20,6 +20,7 @@ import os
 import re
 
 from data import atomic
+from data import packing
 from data import tokenization
 from modeling.pretrained.formats import TokenizerFormatError
 
@@ -138,6 +139,31 @@ class PretrainedTokenizer:
 
     def convert_ids_to_tokens(self, ids):
         return [self.inv_vocab[int(i)] for i in ids]
+
+    @property
+    def pad_id(self):
+        """The padding id (the family's pad token; 0 for families without one, GPT's)."""
+        return self.token_id("pad") if "pad" in self.special_tokens else 0
+
+    def pack(self, text_a, text_b=None, max_seq_length=None):
+        """`Encoded` of a text (or pair) framed with the family's special tokens, fitting
+        `max_seq_length` (None: any length) with the special tokens included.
+
+        The pieces are cut longest-first, one at a time from the end of the
+        longer text (Google's `_truncate_seq_pair`, HF's `longest_first`), so
+        the result equals HF's `tokenizer(a, b, truncation=True,
+        max_length=max_seq_length)`.
+        """
+        ids_a = self.convert_tokens_to_ids(self.tokenize(text_a))
+        ids_b = None if text_b is None else self.convert_tokens_to_ids(self.tokenize(text_b))
+        if max_seq_length is not None:
+            room = max(max_seq_length - len(
+                self.build_inputs([], None if ids_b is None else []).input_ids), 0)
+            if ids_b is None:
+                ids_a = ids_a[:room]
+            else:
+                packing.truncate_seq_pair(ids_a, ids_b, room)
+        return self.build_inputs(ids_a, ids_b)
 
     def encode(self, text, pair=None, add_special_tokens=True):
         """`Encoded(input_ids, segment_ids)`, as HF's `tokenizer(text, pair)`."""

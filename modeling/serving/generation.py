@@ -40,7 +40,6 @@ or name the folder's own files. `generate_records` / `write_jsonl` produce
 
 import dataclasses
 import json
-import os
 from typing import List, Optional
 
 import numpy as np
@@ -456,25 +455,14 @@ def causal_lm_decoder(family):
 
 
 def _folder_tokenizer_wanted(settings):
-    """Whether `--init_checkpoint` is an HF folder whose own config and tokenizer files the
-    other flags name (or leave empty): then the folder's HF-equal tokenizer reads the
-    prompts. Files given explicitly in their place win (`load_generator`)."""
+    """Whether `--init_checkpoint` is an HF folder read whole (`folders.published_folder`):
+    then the folder's HF-equal tokenizer reads the prompts."""
     from modeling.pretrained import folders  # pylint: disable=g-import-not-at-top
-    path = settings.init_checkpoint
-    if not isinstance(path, str) or not path or not folders.is_model_folder(path):
-        return False
     try:
-        folder = folders.inspect(path)
+        folder = folders.published_folder(settings, ("config_file", "vocab_file", "merges_file"))
     except ValueError as e:
         raise GenerationError("init_checkpoint", str(e)) from e
-    if folder.kind != folders.HF:
-        return False
-    for option, own in (("config_file", folder.config_file), ("vocab_file", folder.vocab_file),
-                        ("merges_file", folder.merges_file)):
-        given = getattr(settings, option, None)
-        if given and (own is None or os.path.realpath(given) != os.path.realpath(own)):
-            return False
-    return True
+    return folder is not None and folder.kind == folders.HF
 
 
 def write_jsonl(records, path):

@@ -317,15 +317,22 @@ def fill_mask(pretrainer, tokenizer, texts, top_k=5, max_seq_length=128):
         if positions:
             features = _batch_features([tokens], [segment_ids], tokenizer, len(tokens))
             probs = probabilities(features, tf.constant([positions], tf.int32))[0].numpy()
-            k = min(top_k, probs.shape[-1])
-            for position, row in zip(positions, probs):
-                best = np.argsort(-row, kind="stable")[:k]
-                entry["masks"].append({
-                    "position": position,
-                    "predictions": [{"token": tokenizer.inv_vocab[int(i)],
-                                     "probability": float(row[i])} for i in best]})
+            entry["masks"] = mask_predictions(positions, probs, top_k, tokenizer.inv_vocab)
         results.append(entry)
     return results
+
+
+def mask_predictions(positions, probs, top_k, inv_vocab):
+    """`fill_mask`'s ``masks`` entries: the `top_k` tokens of each row of `probs`
+    (``[positions, vocab]``), most likely first (the lower id on a tie)."""
+    k = min(top_k, probs.shape[-1])
+    masks = []
+    for position, row in zip(positions, probs):
+        best = np.argsort(-row, kind="stable")[:k]
+        masks.append({"position": position,
+                      "predictions": [{"token": inv_vocab[int(i)], "probability": float(row[i])}
+                                      for i in best]})
+    return masks
 
 
 @dataclasses.dataclass

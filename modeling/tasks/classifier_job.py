@@ -52,7 +52,6 @@ import numpy as np
 import tensorflow as tf
 
 from data import atomic
-from data import packing
 from data import input_pipeline
 from data import processors as processors_lib
 from data import tokenization
@@ -284,19 +283,10 @@ def _tokenizer(job, bert_config):
 
 def pack_with_tokenizer(example, tokenizer, max_seq_length):
     """`(input_ids, input_mask, segment_ids)` of one example through a `PretrainedTokenizer`."""
-    ids_a = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(example.text_a))
-    ids_b = (None if example.text_b is None else
-             tokenizer.convert_tokens_to_ids(tokenizer.tokenize(example.text_b)))
-    room = max_seq_length - len(tokenizer.build_inputs([], None if ids_b is None else []).input_ids)
-    if ids_b is None:
-        ids_a = ids_a[:max(room, 0)]
-    else:
-        packing.truncate_seq_pair(ids_a, ids_b, max(room, 0))
-    encoded = tokenizer.build_inputs(ids_a, ids_b)
+    encoded = tokenizer.pack(example.text_a, example.text_b, max_seq_length)
     pad = max_seq_length - len(encoded.input_ids)
-    pad_id = tokenizer.token_id("pad") if "pad" in tokenizer.special_tokens else 0
-    return (list(encoded.input_ids) + [pad_id] * pad, [1] * len(encoded.input_ids) + [0] * pad,
-            list(encoded.segment_ids) + [0] * pad)
+    return (list(encoded.input_ids) + [tokenizer.pad_id] * pad,
+            [1] * len(encoded.input_ids) + [0] * pad, list(encoded.segment_ids) + [0] * pad)
 
 
 def _task_type(processor, error=ClassifierJobError):
