@@ -119,7 +119,7 @@ def _features(batch=8, seq=12, seed=6):
         tokens = rng.integers(5, 50, size=seq - 2 - (b % 4)).astype(np.int32)
         example = mass_pipeline.make_example(tf.constant(tokens), tf.constant(b % 2),
                                              tf.constant([seed, b], tf.int64), seq, 0.5,
-                                             1, 2, 3)
+                                             1, 2, 3, vocab_size=50)
         examples.append({k: v.numpy() for k, v in example.items()})
     return {k: np.stack([e[k] for e in examples]) for k in examples[0]}
 

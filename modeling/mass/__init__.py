@@ -12,7 +12,7 @@ sentence) register from here, and the recipe
 After pre-training, `modeling.mass.translation` fine-tunes the model as a
 translator on parallel text (`run/run_translation.py`), decoding with
 `modeling.mass.decoding` (greedy or beam search) and scoring with
-`modeling.mass.bleu` (sacrebleu-style corpus BLEU).
+`modeling.mass.bleu` (corpus BLEU by sacreBLEU).
 
     from modeling.mass import MassConfig, MassNetwork
     network = MassNetwork.from_config_object(MassConfig(vocab_size=2577, hidden_size=64,

@@ -24,8 +24,8 @@ network's weights are loaded, the optimizer's are not). `run(job)` is
 (`modeling.training.job.JobRunner`) with translation's hooks.
 
 After training, the held-out sources are translated (beam search,
-`modeling.mass.decoding`) and scored with corpus BLEU
-(`modeling.mass.bleu`, the "zh" tokenizer: character-level for Chinese)
+`modeling.mass.decoding`) and scored with corpus BLEU (sacreBLEU through
+`modeling.mass.bleu`, its "zh" tokenizer: character-level for Chinese)
 against the references, beside the baseline of copying the source
 unchanged. Written to `output_dir` (each atomically):
 
@@ -348,9 +348,8 @@ class TranslationRunner(job_lib.JobRunner):
             "bleu": model_bleu.score,
             "bleu_precisions": model_bleu.precisions,
             "bleu_bp": model_bleu.bp,
-            "bleu_signature": "corpus BLEU, tokenize=%s, smooth=exp, order 4, beam %d, "
-                              "length penalty %g" % (job.bleu_tokenize, job.beam_size,
-                                                     job.length_penalty),
+            "bleu_signature": "sacreBLEU %s, beam %d, length penalty %g"
+                              % (model_bleu.signature, job.beam_size, job.length_penalty),
             "copy_source_bleu": copy_bleu.score,
             "num_train_pairs": int(len(self.train_features["input_ids"])),
             "num_eval_pairs": len(eval_pairs),
