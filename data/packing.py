@@ -146,13 +146,14 @@ def pack(a, b, max_seq_length, *, cls=tokenization.CLS_TOKEN, sep=tokenization.S
     return Packed(sequence, segment_ids)
 
 
-def pad(ids, segment_ids, max_seq_length):
-    """`Features` of packed ids: the mask, and everything zero-padded to `max_seq_length`."""
+def pad(ids, segment_ids, max_seq_length, pad_id=0):
+    """`Features` of packed ids: the mask, and everything padded to `max_seq_length`
+    (ids with `pad_id`: 0 is Google's `[PAD]`; RoBERTa's is 1; the rest with 0)."""
     if len(ids) > max_seq_length:
         raise PackingError("%d packed ids do not fit max_seq_length=%d."
                            % (len(ids), max_seq_length))
     padding = [0] * (max_seq_length - len(ids))
-    return Features(list(ids) + padding, [1] * len(ids) + padding,
+    return Features(list(ids) + [pad_id] * len(padding), [1] * len(ids) + padding,
                     list(segment_ids) + padding)
 
 

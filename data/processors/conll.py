@@ -155,6 +155,8 @@ def convert_sentence(sentence, label_map, max_seq_length, tokenizer):
             where = sentence.sources[i] if sentence.sources else sentence.guid
             raise DataError("%s: tag %r is not among the training labels (%s)"
                             % (where, tag, ", ".join(label_map)))
+    if hasattr(tokenizer, "build_inputs"):
+        return _convert_with_framing(sentence, label_map, max_seq_length, tokenizer)
     for word, tag in zip(sentence.words, sentence.tags):
         pieces = tokenizer.tokenize(word) or ["[UNK]"]
         room = max_seq_length - 1 - len(tokens)
@@ -175,6 +177,44 @@ def convert_sentence(sentence, label_map, max_seq_length, tokenizer):
         input_ids=input_ids + [0] * padding, input_mask=input_mask + [0] * padding,
         segment_ids=[0] * max_seq_length, label_ids=label_ids + [0] * padding,
         label_mask=label_mask + [0] * padding, num_words=num_words, tokens=tokens)
+
+
+def _convert_with_framing(sentence, label_map, max_seq_length, tokenizer):
+    """`convert_sentence` through a model folder's tokenizer (`PretrainedTokenizer`).
+
+    Each word is read as HF reads pre-split words (`is_split_into_words`,
+    with a space before every word: RoBERTa's `Ġword`, SentencePiece's
+    `▁word`); the family's framing goes around the pieces (`build_inputs`:
+    `<s> ... </s>`, XLNet's `... <sep> <cls>`), and its first piece of each
+    word carries the word's tag, as in Google's alignment.
+    """
+    marker = -1
+    framed = tokenizer.build_inputs([marker])
+    start = list(framed.input_ids).index(marker)
+    room = max_seq_length - (len(framed.input_ids) - 1)
+    ids, labels, mask = [], [], []
+    num_words = 0
+    unk = tokenizer.special_tokens.get("unk")
+    for word, tag in zip(sentence.words, sentence.tags):
+        pieces = tokenizer.tokenize(" " + word) or ([unk] if unk else [])
+        if not pieces or len(ids) >= room:
+            break
+        pieces = pieces[:room - len(ids)]
+        ids.extend(tokenizer.convert_tokens_to_ids(pieces))
+        labels.extend([label_map[tag]] + [0] * (len(pieces) - 1))
+        mask.extend([1] + [0] * (len(pieces) - 1))
+        num_words += 1
+    encoded = tokenizer.build_inputs(ids)
+    before, after = start, len(encoded.input_ids) - start - len(ids)
+    label_ids = [0] * before + labels + [0] * after
+    label_mask = [0] * before + mask + [0] * after
+    padding = max_seq_length - len(encoded.input_ids)
+    return TaggedFeatures(
+        input_ids=list(encoded.input_ids) + [tokenizer.pad_id] * padding,
+        input_mask=[1] * len(encoded.input_ids) + [0] * padding,
+        segment_ids=list(encoded.segment_ids) + [0] * padding,
+        label_ids=label_ids + [0] * padding, label_mask=label_mask + [0] * padding,
+        num_words=num_words, tokens=tokenizer.convert_ids_to_tokens(encoded.input_ids))
 
 
 def _padding_features(max_seq_length):

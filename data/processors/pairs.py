@@ -122,7 +122,12 @@ def read_questions(path):
 
 
 def encode_text(text, tokenizer, max_seq_length):
-    """``[CLS] text [SEP]`` ids, cut to `max_seq_length` (unpadded), by `data.packing`."""
+    """``[CLS] text [SEP]`` ids, cut to `max_seq_length` (unpadded), by `data.packing`; a
+    model folder's tokenizer (`PretrainedTokenizer.pack`) frames them its family's way
+    (RoBERTa's ``<s> text </s>``)."""
+    if hasattr(tokenizer, "build_inputs"):
+        encoded = tokenizer.pack(text, None, max_seq_length)
+        return list(encoded.input_ids), list(encoded.segment_ids)
     tokens, segment_ids = packing.pack(tokenizer.tokenize(text), None, max_seq_length)
     return tokenizer.convert_tokens_to_ids(tokens), segment_ids
 
@@ -149,7 +154,8 @@ def write_pair_records(examples, path, tokenizer, max_seq_length, label_kind="no
                     example = rows[index]
                     for prefix, text in (("a_", example.text_a), ("b_", example.text_b)):
                         ids, segments = encode_text(text, tokenizer, max_seq_length)
-                        padded = packing.pad(ids, segments, max_seq_length)
+                        padded = packing.pad(ids, segments, max_seq_length,
+                                             getattr(tokenizer, "pad_id", 0))
                         int_features[prefix + "input_ids"] = padded.input_ids
                         int_features[prefix + "input_mask"] = padded.input_mask
                         int_features[prefix + "segment_ids"] = padded.segment_ids

@@ -366,30 +366,8 @@ class PooledInputFormat(input_formats.InputFormat):
         return _tokenizer(self.job, self.config)
 
     def _folder_tokenizer(self):
-        """The `--init_checkpoint` folder's own tokenizer when it is not Google's WordPiece
-        (RoBERTa's byte-level BPE, ALBERT's SentencePiece, ...), else None."""
-        from modeling.pretrained import folders  # pylint: disable=import-outside-toplevel
-        from modeling.pretrained import tokenizers  # pylint: disable=import-outside-toplevel
-        path = self.job.init_checkpoint
-        if not path or not folders.is_model_folder(path):
-            return None
-        try:
-            try:
-                folder = folders.inspect(path, family=self.job.model_family)
-            except folders.FolderError:
-                return None  # Not a folder of a known kind: the flags say everything.
-            if folder.family.hf is None or folder.kind != folders.HF:
-                return None  # Google's and this project's folders: --vocab_file's WordPiece.
-            tokenizer = folder.tokenizer(self.config)
-        except ValueError as e:
-            raise ClassifierJobError("--init_checkpoint=%s: %s" % (path, e)) from None
-        if type(tokenizer) is tokenizers.WordPieceTokenizer:  # pylint: disable=unidiomatic-typecheck
-            return None  # Google's own path: the same ids, and its vocabulary checks.
-        if tokenizer.vocab_size > self.config.vocab_size:
-            raise ClassifierJobError(
-                "%s: the tokenizer has %d tokens but the config says vocab_size=%d"
-                % (folder.path, tokenizer.vocab_size, self.config.vocab_size))
-        return tokenizer
+        """The `--init_checkpoint` folder's own tokenizer (`JobRunner.folder_tokenizer`)."""
+        return job_lib.folder_tokenizer(self.job, self.config, ClassifierJobError)
 
     num_choices = None
 

@@ -155,8 +155,11 @@ class NerRunner(job_lib.JobRunner):
         self.check_positive("train_batch_size", "eval_batch_size", "predict_batch_size",
                             "gradient_accumulation_steps")
         self.check_training_values()
-        self.check_vocab_matches(self.config)
-        self.tokenizer = tokenization.FullTokenizer(job.vocab_file, job.do_lower_case)
+        # A model folder's own tokenizer (RoBERTa's BPE, ...), else Google's WordPiece.
+        self.tokenizer = self.folder_tokenizer(self.config)
+        if self.tokenizer is None:
+            self.check_vocab_matches(self.config)
+            self.tokenizer = tokenization.FullTokenizer(job.vocab_file, job.do_lower_case)
 
     def prepare(self):
         self.read_splits()

@@ -174,8 +174,11 @@ class SiameseRunner(job_lib.JobRunner):
             raise SiameseJobError("--loss=in_batch needs --train_batch_size of at least 2 (the "
                                   "other pairs of the batch are the negatives).")
         self.check_training_values()
-        self.check_vocab_matches(self.config)
-        self.tokenizer = tokenization.FullTokenizer(job.vocab_file, job.do_lower_case)
+        # A model folder's own tokenizer (RoBERTa's BPE, ...), else Google's WordPiece.
+        self.tokenizer = self.folder_tokenizer(self.config)
+        if self.tokenizer is None:
+            self.check_vocab_matches(self.config)
+            self.tokenizer = tokenization.FullTokenizer(job.vocab_file, job.do_lower_case)
 
     def check_family(self, family):
         if not family.has_pooler:

@@ -44,7 +44,7 @@ from modeling.training import settings
 from modeling.training import trainer as trainer_lib
 from modeling.training import validation
 
-__all__ = ["JobRunner", "eval_results_from", "print_results"]
+__all__ = ["JobRunner", "eval_results_from", "folder_tokenizer", "print_results"]
 
 
 def eval_results_from(raw, loss_alias=True):
@@ -66,6 +66,39 @@ def print_results(results, title="Eval results"):
     print("***** %s *****" % title)
     for key in sorted(results):
         print("  %s = %s" % (key, results[key]))
+
+
+def folder_tokenizer(job, config, error=ValueError, checkpoint_field="init_checkpoint"):
+    """The `job`'s checkpoint folder's own tokenizer when it is not Google's WordPiece
+    (RoBERTa's byte-level BPE, ALBERT's SentencePiece, ...), else None.
+
+    An HF folder's tokenizer gives HF's ids and framing
+    (`modeling.pretrained.tokenizers.PretrainedTokenizer`); Google's and this
+    project's folders, and HF folders with a WordPiece `vocab.txt`, keep the
+    `vocab_file` path (the same ids, with its checks). Problems raise `error`
+    (one line, naming the flag or the folder).
+    """
+    from modeling.pretrained import folders  # pylint: disable=import-outside-toplevel
+    from modeling.pretrained import tokenizers  # pylint: disable=import-outside-toplevel
+    path = getattr(job, checkpoint_field, None)
+    if not path or not folders.is_model_folder(path):
+        return None
+    try:
+        try:
+            folder = folders.inspect(path, family=getattr(job, "model_family", None))
+        except folders.FolderError:
+            return None  # Not a folder of a known kind: the flags say everything.
+        if folder.family.hf is None or folder.kind != folders.HF:
+            return None
+        tokenizer = folder.tokenizer(config)
+    except ValueError as e:
+        raise error("--%s=%s: %s" % (checkpoint_field, path, e)) from None
+    if type(tokenizer) is tokenizers.WordPieceTokenizer:  # pylint: disable=unidiomatic-typecheck
+        return None
+    if tokenizer.vocab_size > config.vocab_size:
+        raise error("%s: the tokenizer has %d tokens but the config says vocab_size=%d"
+                    % (folder.path, tokenizer.vocab_size, config.vocab_size))
+    return tokenizer
 
 
 class JobRunner:
@@ -319,6 +352,10 @@ class JobRunner:
             path = getattr(self.job, name)
             if not os.path.exists(path):
                 raise self.error("--%s=%s: no such file" % (name, path))
+
+    def folder_tokenizer(self, config, checkpoint_field="init_checkpoint"):
+        """The checkpoint folder's own tokenizer, or None (see `folder_tokenizer`)."""
+        return folder_tokenizer(self.job, config, self.error, checkpoint_field)
 
     def check_vocab_matches(self, config, required=("[UNK]", "[CLS]", "[SEP]")):
         """The WordPiece vocabulary has the special tokens and the config's vocab_size."""
