@@ -166,6 +166,80 @@ def test_total_loss_is_task_loss_plus_gamma_times_lm_loss():
     assert float(metrics["total_loss"][0]) == pytest.approx(float(loss))
 
 
+# --------------------------------------------------- sequential unfreezing
+
+# The variable groups of the model, by path (a tiny AWD-LSTM under SiATL's head).
+GROUPS = ("new", "lstm", "decoder", "embeddings")
+# What each stage trains, cumulative as in Chronopoulou et al. (2019) and
+# their code: the new layers; + the pre-trained LSTMs and the LM's decoder;
+# + the embeddings.
+STAGE_GROUPS = {1: {"new"}, 2: {"new", "lstm", "decoder"}, 3: set(GROUPS)}
+
+
+def _group(path):
+    if path.startswith("siatl_classifier/"):
+        return "new"
+    if path.startswith("awd_lstm/layer_"):
+        return "lstm"
+    if path.startswith("word_lm/"):
+        return "decoder"
+    if path.startswith("awd_lstm/embeddings/"):
+        return "embeddings"
+    raise AssertionError("a variable of no known group: %s" % path)
+
+
+def _snapshot(model):
+    return {v.path: v.numpy().copy() for v in model.weights if "seed_generator" not in v.path}
+
+
+def test_sequential_unfreezing_is_cumulative(tmp_path):
+    """Each stage of the job's plan trains exactly its groups, with a fresh optimizer.
+
+    Three updates per stage (a new Adam each time, as the job's trainer per
+    stage): every variable of a trained group changes, every other one is
+    bit-identical; and `trainable_variables` is exactly the trained groups.
+    """
+    keras.utils.set_random_seed(2)
+    stages = siatl_job.stage_plan(siatl_job.SiatlJob(output_dir=str(tmp_path)), 3, 3)
+    assert [stage.parts for stage in stages] == list(siatl_job.STAGE_PARTS)
+    model = _model(num_labels=2)
+    assert {_group(p) for p in _snapshot(model)} == set(GROUPS)
+    assert [v.path for v in model.embedding_variables] == ["awd_lstm/embeddings/embeddings"]
+    features = _batch([5, 7, 3, 6], seed=4, labels=[1, 0, 1, 0])
+    for stage in stages:
+        model.set_trainable_parts(stage.parts)
+        expected = STAGE_GROUPS[stage.number]
+        assert {_group(v.path) for v in model.trainable_variables} == expected, stage
+        assert {_group(v.path) for v in model.non_trainable_weights
+                if "seed_generator" not in v.path} == set(GROUPS) - expected, stage
+        optimizer = keras.optimizers.Adam(1e-2)
+        before = _snapshot(model)
+        for _ in range(3):
+            with tf.GradientTape() as tape:
+                loss, _ = model.compute_loss_and_metrics(features, training=True)
+            variables = model.trainable_variables
+            optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+        assert int(optimizer.iterations) == 3
+        after = _snapshot(model)
+        for path, value in after.items():
+            if _group(path) in expected:
+                assert not np.array_equal(value, before[path]), (stage.number, path)
+            else:
+                np.testing.assert_array_equal(value, before[path], err_msg=path)
+
+
+def test_set_trainable_parts_from_any_state():
+    """The parts do not depend on what was set before (Keras skips a no-op assignment)."""
+    model = _model()
+    for parts, number in (("all", 3), ("all_but_embeddings", 2), ("all", 3), ("new", 1),
+                          ("all_but_embeddings", 2), ("new", 1), ("all", 3)):
+        model.set_trainable_parts(parts)
+        assert {_group(v.path) for v in model.trainable_variables} == STAGE_GROUPS[number], \
+            parts
+    with pytest.raises(ValueError, match="parts must be one of new, all_but_embeddings, all"):
+        model.set_trainable_parts("pretrained")
+
+
 # ----------------------------------------------------------------- the job
 
 def _sentence(rng, label):
@@ -229,11 +303,12 @@ def _stored(model_dir, step=None):
 def test_job_fine_tunes_in_three_stages_from_an_lm_checkpoint(tmp_path):
     """End to end: LM checkpoint -> three stages -> held-out accuracy.
 
-    Sequential unfreezing is checked on the stages' checkpoints: through
-    stage 1 the LM's weights are the LM checkpoint's while the new layers
-    change; stage 2 changes the LM and leaves the new layers; stage 3
-    changes both; each stage's checkpoints count its own updates (a fresh
-    optimizer).
+    Sequential unfreezing (cumulative) is checked on the stages'
+    checkpoints: through stage 1 the LM's weights are the LM checkpoint's
+    while the new layers change; stage 2 changes the new layers, the LSTMs
+    and the decoder and leaves the embeddings as the LM checkpoint's; stage
+    3 changes everything; each stage's checkpoints count its own updates (a
+    fresh optimizer) and gamma runs on over the stages.
 
     Budget fixed before the run: 128 training sentences (3-6 filler words
     and one positive or negative word), batch 16, stages of 32, 16 and 96
@@ -283,18 +358,24 @@ def test_job_fine_tunes_in_three_stages_from_an_lm_checkpoint(tmp_path):
         return path.startswith("awd_lstm/") or path.startswith("word_lm/")
 
     lm_paths = [p for p in s1 if is_lm(p)]
-    new_paths = [p for p in s1 if p.startswith("siatl_classifier/")]
-    assert len(lm_paths) == len(lm_weights) and new_paths
+    assert len(lm_paths) == len(lm_weights)
+    assert {_group(p) for p in s1} == set(GROUPS)
     for path in lm_paths:
         # Stage 1: the LM is the checkpoint's, untouched (every weight stored).
         np.testing.assert_array_equal(s1[path], lm_weights[path])
         np.testing.assert_array_equal(s1_first[path], lm_weights[path])
-        assert not np.array_equal(s2[path], s1[path]), path        # stage 2 trains the LM
-        assert not np.array_equal(s3[path], s2[path]), path        # and so does stage 3
-    for path in new_paths:
-        assert not np.array_equal(s1_first[path], s1[path]), path  # stage 1 trains the head
-        np.testing.assert_array_equal(s2[path], s1[path])          # stage 2 does not
-        assert not np.array_equal(s3[path], s2[path]), path        # stage 3 does
+    for path in s1:
+        group = _group(path)
+        if group == "new":  # stage 1 trains the new layers (between its two checkpoints)
+            assert not np.array_equal(s1_first[path], s1[path]), path
+        if group in STAGE_GROUPS[2]:  # stage 2: new layers, LSTMs, decoder
+            assert not np.array_equal(s2[path], s1[path]), path
+        else:                         # not the embeddings: still the LM checkpoint's
+            np.testing.assert_array_equal(s2[path], s1[path], err_msg=path)
+            np.testing.assert_array_equal(s2[path], lm_weights[path], err_msg=path)
+        assert not np.array_equal(s3[path], s2[path]), path  # stage 3: everything
+    assert [(s.number, s.parts, s.steps, s.offset) for s in result.stages] == [
+        (1, "new", 32, 0), (2, "all_but_embeddings", 16, 32), (3, "all", 96, 48)]
 
     # Run again: every stage is done, nothing trains, the same results; and
     # evaluation alone finds the last stage's weights and the stages' lengths.

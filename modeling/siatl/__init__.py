@@ -5,8 +5,10 @@
             layer; loss = task loss + gamma * the LM's own loss on the task
             text, gamma decaying from 0.2 to 0.1 (`aux_lm_weight`)
     job     the run (`run/run_siatl.py`): run_classifier's data, sequential
-            unfreezing in three trainer runs with fresh optimizers (new
-            layers, pre-trained layers, all); registered as the task "siatl"
+            unfreezing in three trainer runs with fresh optimizers,
+            cumulative as in the paper (the new layers; then also the
+            pre-trained LSTM and decoder; then also the embeddings);
+            registered as the task "siatl"
 
     from modeling.siatl import SiatlJob, run
     run(SiatlJob(task_name="generic", data_dir=..., vocab_file=..., bert_config_file=...,

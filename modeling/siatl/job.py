@@ -14,14 +14,16 @@ pooling, dense; the LM loss on the task text stays as an auxiliary loss whose
 weight decays from 0.2 to 0.1) and is fine-tuned by sequential unfreezing,
 each stage a separate run of the one trainer with a fresh optimizer:
 
-    stage 1  output_dir/stage_1   only the new layers (task BiLSTM, attention, output)
-    stage 2  output_dir/stage_2   only the pre-trained LM (network + LM objective)
-    stage 3  output_dir/stage_3   everything
+    stage 1  output_dir/stage_1   the new layers (task BiLSTM, attention, output)
+    stage 2  output_dir/stage_2   the new layers + the pre-trained LM (its LSTMs and
+                                  its LM objective's decoder), embeddings frozen
+    stage 3  output_dir/stage_3   everything, the embeddings too
 
-(Chronopoulou et al. 2019 train the new layers, then the pre-trained ones,
-then all.) Each stage starts from the previous stage's final weights
-(stage 1 from `init_checkpoint`), with its own learning-rate schedule
-(`learning_rate`, warm-up `warmup_proportion` of the stage, linear decay).
+(cumulative, as Chronopoulou et al. 2019 and their code unfreeze:
+`model_lib.SiatlClassifier.set_trainable_parts`). Each stage starts from the
+previous stage's final weights (stage 1 from `init_checkpoint`), with its
+own learning-rate schedule (`learning_rate`, warm-up `warmup_proportion` of
+the stage, linear decay).
 Its length is `stage_1_steps`, `stage_2_steps`, `stage_3_steps` (updates;
 default: one epoch, one epoch, `num_train_epochs` epochs; 0 skips a stage).
 The auxiliary weight decays over the updates of all stages together: the
@@ -70,7 +72,7 @@ from modeling.training.options import option
 __all__ = ["SiatlInputFormat", "SiatlJob", "SiatlJobError", "SiatlResult", "SiatlRunner",
            "Stage", "run", "stage_plan"]
 
-STAGE_PARTS = (model_lib.NEW, model_lib.PRETRAINED, model_lib.ALL)
+STAGE_PARTS = (model_lib.NEW, model_lib.ALL_BUT_EMBEDDINGS, model_lib.ALL)
 
 
 class SiatlJobError(ClassifierJobError):
@@ -136,9 +138,11 @@ class SiatlJob(classifier_job.ClassifierJob):
     stage_1_steps: Optional[int] = option(
         None, "Updates of stage 1 (new layers only); default one epoch; 0 skips it.")
     stage_2_steps: Optional[int] = option(
-        None, "Updates of stage 2 (the pre-trained LM only); default one epoch; 0 skips it.")
+        None, "Updates of stage 2 (new layers + the LM, embeddings frozen); default one "
+        "epoch; 0 skips it.")
     stage_3_steps: Optional[int] = option(
-        None, "Updates of stage 3 (everything); default --num_train_epochs epochs.")
+        None, "Updates of stage 3 (everything, embeddings too); default --num_train_epochs "
+        "epochs.")
     task_hidden_size: int = option(64, "Units of each direction of the task BiLSTM.")
     attention_size: Optional[int] = option(
         None, "Units of the attention's tanh layer (default 2 x --task_hidden_size).")
@@ -166,7 +170,7 @@ class Stage:
     """One stage of sequential unfreezing."""
 
     number: int       # 1, 2, 3
-    parts: str        # "new", "pretrained", "all"
+    parts: str        # "new", "all_but_embeddings", "all" (model_lib.TRAINABLE_PARTS)
     steps: int        # optimizer updates of this stage (0: skipped)
     offset: int       # updates of the stages before it
     model_dir: str    # output_dir/stage_<number>
@@ -398,5 +402,5 @@ registry.tasks.register("siatl", FineTuningTask(
     name="siatl",
     description="SiATL: a pre-trained LSTM LM (ULMFiT's AWD-LSTM) + task BiLSTM with "
                 "self-attention, the LM loss as an auxiliary loss (weight 0.2 -> 0.1), "
-                "sequential unfreezing (new layers, pre-trained layers, all)",
+                "sequential unfreezing (new layers; + the LM but its embeddings; all)",
     model_class=model_lib.SiatlClassifier, job_class=SiatlJob, run=run))

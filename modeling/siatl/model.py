@@ -37,11 +37,27 @@ which every checkpoint holds, plus the updates of the earlier unfreezing
 stages (each stage has a fresh optimizer), so a resumed run continues with
 the same gamma. Unbound (a model used on its own), gamma is `gamma_start`.
 
-Sequential unfreezing (`set_trainable_parts`): "new" trains only the new
-layers (task BiLSTM, attention, output layer), "pretrained" only the
-pre-trained LM (the network and its LM objective's weights), "all" both;
-`modeling.siatl.job` runs one trainer per stage, each with its own
-optimizer.
+Sequential unfreezing (`set_trainable_parts`), cumulative as in the paper
+(the new layers for the first epochs, then also the pre-trained LSTM, then
+also the embeddings) and in the authors' code (alexandra-chron/siatl,
+`ClfTrainer`: the task layers' optimizer steps from the start, the
+LSTM-and-decoder optimizer from epoch `unfreeze_rnn` on, the embedding
+optimizer from `unfreeze_embed` on):
+
+    "new"                 the new layers (task BiLSTM, attention, output layer)
+    "all_but_embeddings"  the new layers + the pre-trained LM's network and its
+                          LM objective's weights (the decoder), except the
+                          network's word embeddings (`embedding_variables`)
+    "all"                 everything, the embeddings too
+
+The new layers never stop training: a stage that froze them would fit the
+pre-trained LM to a task head that no longer adapts. The LM objective here
+is tied (its softmax matrix is the embedding matrix, as ULMFiT's AWD-LSTM is
+pre-trained), so stage 2 trains the decoder's own bias and leaves that
+shared matrix frozen with the embeddings, as the paper says; the authors'
+classifier config unties the two (`tie_weights: False`) and so also trains
+a decoder matrix in stage 2. `modeling.siatl.job` runs one trainer per
+stage, each with its own optimizer.
 
 Outputs of `call`: `logits` [batch, num_labels] float32, `probabilities`
 (softmax; sigmoid for multi-label) or `predictions` (regression),
@@ -63,6 +79,7 @@ import tensorflow as tf
 from modeling.layers.common import PACKAGE as _PACKAGE
 from modeling.layers.encoder_models import EncoderModel
 from modeling.tasks import classification
+from modeling.training import finetuning_techniques
 
 __all__ = ["AttentionPooling", "GAMMA_DECAYS", "SiatlClassifier", "aux_lm_weight"]
 
@@ -71,9 +88,9 @@ LINEAR = "linear"
 GAMMA_DECAYS = (EXPONENTIAL, LINEAR)
 
 NEW = "new"
-PRETRAINED = "pretrained"
+ALL_BUT_EMBEDDINGS = "all_but_embeddings"
 ALL = "all"
-TRAINABLE_PARTS = (NEW, PRETRAINED, ALL)
+TRAINABLE_PARTS = (NEW, ALL_BUT_EMBEDDINGS, ALL)
 
 
 def aux_lm_weight(step, decay_steps, start=0.2, end=0.1, decay=EXPONENTIAL):
@@ -145,6 +162,19 @@ class AttentionPooling(keras.layers.Layer):
         config = super().get_config()
         config.update(attention_size=self.attention_size)
         return config
+
+
+def _set_trainable(layer, value):
+    """`layer.trainable = value` for `layer`, every layer inside it and their variables.
+
+    Keras's own assignment is not enough: under the TensorFlow backend
+    setting an attribute to the value it already has does nothing
+    (`KerasAutoTrackable.__setattr__`), so `layer.trainable = True` on a
+    layer that is trainable would leave a variable frozen on its own (the
+    embeddings of stage 2) frozen in stage 3.
+    """
+    for sublayer in layer._flatten_layers(include_self=True):  # pylint: disable=protected-access
+        keras.layers.Layer.trainable.fset(sublayer, value)
 
 
 class _StepSource:
@@ -271,7 +301,7 @@ class SiatlClassifier(EncoderModel, keras.Model):
 
     @property
     def new_layers(self):
-        """The layers SiATL adds (stage 1 trains only these)."""
+        """The layers SiATL adds (every stage trains them; stage 1 only them)."""
         return [self.task_bilstm, self.attention_pooling, self.output_layer]
 
     @property
@@ -279,15 +309,42 @@ class SiatlClassifier(EncoderModel, keras.Model):
         """The pre-trained LM: its network and its objective's own weights."""
         return [self.encoder, self.lm_objective]
 
+    @property
+    def embedding_variables(self):
+        """The network's word embeddings, which only the last stage trains.
+
+        Found by path as `modeling.training.finetuning_techniques` finds its
+        "embeddings" group (a path component containing "emb" and no layer
+        index: the AWD-LSTM's `awd_lstm/embeddings/embeddings`), plus the
+        network's `embedding_table` if it has one under another name.
+        """
+        found = [v for v in self.encoder.weights
+                 if finetuning_techniques.group_of_path(v.path)[1]
+                 == finetuning_techniques.EMBEDDINGS]
+        table = getattr(self.encoder, "embedding_table", None)
+        if table is not None and not any(v is table for v in found):
+            found.append(table)
+        return found
+
     def set_trainable_parts(self, parts):
-        """Trains only "new", only "pretrained", or "all" layers (sequential unfreezing)."""
+        """Makes `parts` trainable and freezes the rest (see the module docstring)."""
         if parts not in TRAINABLE_PARTS:
             raise ValueError("parts must be one of %s, got %r" % (", ".join(TRAINABLE_PARTS),
                                                                   parts))
         for layer in self.new_layers:
-            layer.trainable = parts in (NEW, ALL)
+            _set_trainable(layer, True)
+        # A layer's flag sets its variables' too, so the embeddings are
+        # frozen after their layers are unfrozen.
         for layer in self.pretrained_layers:
-            layer.trainable = parts in (PRETRAINED, ALL)
+            _set_trainable(layer, parts != NEW)
+        if parts == ALL_BUT_EMBEDDINGS:
+            embeddings = self.embedding_variables
+            if not embeddings:
+                raise ValueError("parts=%s: the pre-trained network %r has no embedding "
+                                 "variables (a path component with 'emb') to keep frozen"
+                                 % (parts, self.encoder.name))
+            for variable in embeddings:
+                variable.trainable = False
 
     # -------------------------------------------------------------- gamma
 
