@@ -301,12 +301,57 @@ def _improve_answer_span(doc_tokens, start, end, tokenizer, orig_answer_text):
     "(1895-1943)." is one doc token; an answer "1895" should span the piece
     "1895", not the whole token.
     """
-    answer = " ".join(tokenizer.tokenize(orig_answer_text))
+    answer = " ".join(_word_pieces(tokenizer, orig_answer_text))
     for new_start in range(start, end + 1):
         for new_end in range(end, new_start - 1, -1):
             if " ".join(doc_tokens[new_start:new_end + 1]) == answer:
                 return new_start, new_end
     return start, end
+
+
+def _word_pieces(tokenizer, text, first=False):
+    """Pieces of a document word (or the answer's words): a model folder's tokenizer
+    (`PretrainedTokenizer`) reads each word after the space that precedes it in the
+    document (RoBERTa's `Ġword`, SentencePiece's `▁word`), the first word without one, so
+    a window equals HF's `tokenizer(question, context)`; WordPiece as Google does."""
+    if hasattr(tokenizer, "build_inputs") and not first:
+        return tokenizer.tokenize(" " + text)
+    return tokenizer.tokenize(text)
+
+
+class _Framing:
+    """Where a window's query and document go: Google's ``[CLS] q [SEP] d [SEP]``, or a
+    model folder's tokenizer's own pair framing (RoBERTa's ``<s> q </s></s> d </s>``)."""
+
+    def __init__(self, tokenizer, query_tokens):
+        self.tokenizer = tokenizer
+        self.folder = hasattr(tokenizer, "build_inputs")
+        if self.folder:
+            self.query_ids = tokenizer.convert_tokens_to_ids(query_tokens)
+            marker = -1
+            framed = tokenizer.build_inputs(self.query_ids, [marker])
+            self.doc_start = list(framed.input_ids).index(marker)
+            self.specials = len(tokenizer.build_inputs([], []).input_ids)
+            self.pad_id = tokenizer.pad_id
+        else:
+            self.query_tokens = query_tokens
+            self.doc_start = len(query_tokens) + 2
+            self.specials = 3
+            self.pad_id = 0
+        self.room = len(query_tokens) + self.specials
+
+    def window(self, doc_tokens):
+        """`(tokens, input_ids, segment_ids)` of the query with these document pieces."""
+        tokenizer = self.tokenizer
+        if self.folder:
+            encoded = tokenizer.build_inputs(self.query_ids,
+                                             tokenizer.convert_tokens_to_ids(doc_tokens))
+            ids = list(encoded.input_ids)
+            return tokenizer.convert_ids_to_tokens(ids), ids, list(encoded.segment_ids)
+        tokens = ["[CLS]"] + self.query_tokens + ["[SEP]"] + list(doc_tokens) + ["[SEP]"]
+        segment_ids = [0] * (len(self.query_tokens) + 2) + [1] * (len(doc_tokens) + 1)
+        vocab = tokenizer.vocab
+        return tokens, [vocab.get(t, vocab.get("[UNK]")) for t in tokens], segment_ids
 
 
 def _max_context_score(span_start, span_length, position):
@@ -353,7 +398,6 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
     if max_seq_length < max_query_length + 4:
         raise ValueError("max_seq_length (%d) must exceed max_query_length (%d) + 3 so a "
                          "window holds some document" % (max_seq_length, max_query_length))
-    vocab = tokenizer.vocab
     features = []
     unique_id = first_unique_id
     for example_index, example in enumerate(examples):
@@ -361,7 +405,7 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
         tok_to_orig_index, orig_to_tok_index, all_doc_tokens = [], [], []
         for i, token in enumerate(example.doc_tokens):
             orig_to_tok_index.append(len(all_doc_tokens))
-            for piece in tokenizer.tokenize(token):
+            for piece in _word_pieces(tokenizer, token, first=i == 0):
                 tok_to_orig_index.append(i)
                 all_doc_tokens.append(piece)
 
@@ -377,25 +421,21 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
             tok_start, tok_end = _improve_answer_span(all_doc_tokens, tok_start, tok_end,
                                                       tokenizer, example.orig_answer_text)
 
-        max_tokens_for_doc = max_seq_length - len(query_tokens) - 3
+        framing = _Framing(tokenizer, query_tokens)
+        max_tokens_for_doc = max_seq_length - framing.room
         doc_spans = doc_spans_of(len(all_doc_tokens), max_tokens_for_doc, doc_stride)
         for span_index, (span_start, span_length) in enumerate(doc_spans):
-            tokens = ["[CLS]"] + query_tokens + ["[SEP]"]
-            segment_ids = [0] * len(tokens)
             token_to_orig_map, token_is_max_context = {}, {}
             for i in range(span_length):
                 position = span_start + i
-                token_to_orig_map[len(tokens)] = tok_to_orig_index[position]
-                token_is_max_context[len(tokens)] = _check_is_max_context(
+                token_to_orig_map[framing.doc_start + i] = tok_to_orig_index[position]
+                token_is_max_context[framing.doc_start + i] = _check_is_max_context(
                     doc_spans, span_index, position)
-                tokens.append(all_doc_tokens[position])
-                segment_ids.append(1)
-            tokens.append("[SEP]")
-            segment_ids.append(1)
-            input_ids = [vocab.get(t, vocab.get("[UNK]")) for t in tokens]
+            tokens, input_ids, segment_ids = framing.window(
+                all_doc_tokens[span_start:span_start + span_length])
             input_mask = [1] * len(input_ids)
             padding = max_seq_length - len(input_ids)
-            input_ids += [0] * padding
+            input_ids += [framing.pad_id] * padding
             input_mask += [0] * padding
             segment_ids += [0] * padding
 
@@ -403,7 +443,7 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
             span_impossible = example.is_impossible
             if is_training and not example.is_impossible:
                 if span_start <= tok_start and tok_end < span_start + span_length:
-                    offset = len(query_tokens) + 2 - span_start
+                    offset = framing.doc_start - span_start
                     start_position, end_position = tok_start + offset, tok_end + offset
                 else:
                     span_impossible = True  # the answer is not (wholly) in this window

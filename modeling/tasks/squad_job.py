@@ -157,19 +157,26 @@ class SquadRunner(job_lib.JobRunner):
         self.family, self.config = self.load_family_config()
         self.check_training_values()
         self.check_files("vocab_file")
-        self.check_vocab_matches(self.config)
-        self.tokenizer = tokenization.FullTokenizer(job.vocab_file, job.do_lower_case)
+        # A model folder's own tokenizer and framing (RoBERTa's BPE, ALBERT's
+        # SentencePiece), else Google's WordPiece.
+        self.tokenizer = self.folder_tokenizer(self.config)
+        if self.tokenizer is None:
+            self.check_vocab_matches(self.config)
+            self.tokenizer = tokenization.FullTokenizer(job.vocab_file, job.do_lower_case)
         # Read every file here: a bad question is reported before any training
         # and before anything is written.
         self.read_splits()
 
     def check_family(self, family):
-        if not family.has_pooler or self.job.model_family in input_formats.FORMATS:
-            # GPT's, XLNet's, ... own input formats: no [CLS] question [SEP] doc [SEP].
+        # A bidirectional encoder of question and document: BERT-style families,
+        # DistilBERT (no pooler, its first token); not GPT's, XLNet's, ... own
+        # input formats, nor a causal LM.
+        bidirectional = family.has_pooler or family.sentence_vector != "pooled"
+        if not bidirectional or self.job.model_family in input_formats.FORMATS:
             raise SquadJobError(
-                "--model_family=%s: span QA packs [CLS] question [SEP] document [SEP] with a "
-                "WordPiece vocabulary; use a BERT-style family (e.g. bert, albert)"
-                % self.job.model_family)
+                "--model_family=%s: span QA packs [CLS] question [SEP] document [SEP] for a "
+                "bidirectional encoder; use a BERT-style family (e.g. bert, albert, roberta, "
+                "distilbert)" % self.job.model_family)
 
     def read_splits(self):
         """Reads the files the modes need into `train_examples`, `predict_examples` (None if
