@@ -400,3 +400,35 @@ def test_bad_jobs_are_refused_before_training(tmp_path, bert_files):
     # Eval without a training run in output_dir: no label list to use.
     with pytest.raises(ner_job.NerJobError, match="label_list.txt.*does not exist"):
         ner_job.run(_job(bert_files, data_dir, tmp_path / "o4", do_eval=True))
+
+
+def test_a_later_run_never_changes_a_finished_runs_labels(tmp_path, bert_files):
+    """A finished run's label_list.txt, records and checkpoint stay byte for byte when a
+    second run into its --output_dir has other training labels (with a good or a bad
+    dev file): refused first, naming the file and the difference; eval-only still works."""
+    data_dir = tmp_path / "data"
+    _write_dataset(str(data_dir), "bio")
+    out = tmp_path / "out"
+    ner_job.run(_job(bert_files, data_dir, out, do_train=True, num_train_epochs=0.1))
+    before = {name: (out / name).read_bytes() for name in os.listdir(out)
+              if (out / name).is_file()}
+    assert "label_list.txt" in before and any(n.startswith("ckpt-") for n in before)
+    other = tmp_path / "other"
+    _write_dataset(str(other), "bio", seed=5)
+    with open(other / "train.txt", "a") as f:
+        f.write("Zurich B-GPE\n\n")
+    for bad_dev in (False, True):
+        if bad_dev:
+            with open(other / "dev.txt", "a") as f:
+                f.write("Bern B-XYZ\n")
+        with pytest.raises(ner_job.NerJobError,
+                           match=r"label_list\.txt holds the labels of the run already trained "
+                                 r"in --output_dir .*new: B-GPE"):
+            ner_job.run(_job(bert_files, other, out, do_train=True, do_eval=True))
+        after = {name: (out / name).read_bytes() for name in os.listdir(out)
+                 if (out / name).is_file()}
+        assert after == before
+    # The same labels: the run resumes there as before; eval-only reads them back.
+    result = ner_job.run(_job(bert_files, data_dir, out, do_eval=True))
+    assert result.eval_results["global_step"] >= 1
+    assert (out / "label_list.txt").read_bytes() == before["label_list.txt"]

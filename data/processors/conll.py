@@ -144,17 +144,24 @@ def label_list_from(sentences):
     return ["O"] + sorted(tags, key=lambda t: (t[2:], t[0]))
 
 
+def check_known_tags(sentences, label_list):
+    """Raises `DataError` naming the file and line of the first tag not in `label_list`."""
+    known = set(label_list)
+    for sentence in sentences:
+        for i, tag in enumerate(sentence.tags):
+            if tag not in known:
+                where = sentence.sources[i] if sentence.sources else sentence.guid
+                raise DataError("%s: tag %r is not among the training labels (%s)"
+                                % (where, tag, ", ".join(label_list)))
+
+
 def convert_sentence(sentence, label_map, max_seq_length, tokenizer):
     """`TaggedFeatures` of one sentence (see the module docstring for the alignment)."""
     if max_seq_length < 3:
         raise ValueError("max_seq_length must be at least 3, got %d" % max_seq_length)
     tokens, label_ids, label_mask = ["[CLS]"], [0], [0]
     num_words = 0
-    for i, tag in enumerate(sentence.tags):
-        if tag not in label_map:
-            where = sentence.sources[i] if sentence.sources else sentence.guid
-            raise DataError("%s: tag %r is not among the training labels (%s)"
-                            % (where, tag, ", ".join(label_map)))
+    check_known_tags([sentence], list(label_map))
     if hasattr(tokenizer, "build_inputs"):
         return _convert_with_framing(sentence, label_map, max_seq_length, tokenizer)
     for word, tag in zip(sentence.words, sentence.tags):

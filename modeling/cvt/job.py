@@ -213,7 +213,12 @@ class CvtRunner(job_lib.JobRunner):
         train = _read(files["train"], "train_file")
         self.dev = _read(files["dev"], "dev_file") if files["dev"] else None
         self.test = _read(files["test"], "test_file") if files["test"] else None
-        self.label_list = self.saved_label_list(conll.label_list_from(train), LABEL_LIST_FILE)
+        labels = conll.label_list_from(train)
+        # Checked before anything is written (a finished run's files stay as they are).
+        self.check_label_list_unchanged(labels, LABEL_LIST_FILE)
+        for sentences in (self.dev, self.test):
+            conll.check_known_tags(sentences or [], labels)
+        self.label_list = self.saved_label_list(labels, LABEL_LIST_FILE)
         self._write(train, "train")
         for name, sentences in (("eval", self.dev), ("predict", self.test)):
             if sentences is not None:

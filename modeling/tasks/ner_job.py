@@ -185,9 +185,18 @@ class NerRunner(job_lib.JobRunner):
         the last two padded to whole eval / predict batches (`dev_features`,
         `test_features`: the real sentences' features)."""
         job = self.job
+        if self.train is not None:
+            # Everything checked before anything is written: the label list of a
+            # run trained here, and every dev/test tag against the training labels.
+            labels = conll.label_list_from(self.train)
+            self.check_label_list_unchanged(labels, LABEL_LIST_FILE)
+            for sentences in (self.dev, self.test):
+                conll.check_known_tags(sentences or [], labels)
         self.label_list = self.saved_label_list(
             conll.label_list_from(self.train) if self.train is not None else None,
             LABEL_LIST_FILE)
+        for sentences in (self.dev, self.test):
+            conll.check_known_tags(sentences or [], self.label_list)
         logging.info("Labels: %s", self.label_list)
         if self.train is not None:
             self._write(self.train, "train.tf_record", 1)

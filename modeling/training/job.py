@@ -401,6 +401,7 @@ class JobRunner:
         from data import atomic  # pylint: disable=import-outside-toplevel
         path = os.path.join(self.job.output_dir, file_name)
         if labels is not None:
+            self.check_label_list_unchanged(labels, file_name)
             atomic.write_text(path, "".join(label + "\n" for label in labels))
             return labels
         if not tf.io.gfile.exists(path):
@@ -408,6 +409,32 @@ class JobRunner:
                              "run in --output_dir; it does not exist." % path)
         with tf.io.gfile.GFile(path) as f:
             return [line.strip() for line in f if line.strip()]
+
+    def check_label_list_unchanged(self, labels, file_name="label_list.txt"):
+        """Refuses to change the label list of a run that trained in `output_dir`.
+
+        Its checkpoints are only right with the labels they were trained on:
+        a later run there with other training labels (resuming, or evaluating
+        and predicting afterwards) would read the old weights with new ids
+        and write wrong tags with status 0. A directory without a checkpoint
+        (a run that failed before training) takes the new list.
+        """
+        path = os.path.join(self.job.output_dir, file_name)
+        if not tf.io.gfile.exists(path) or not tf.train.latest_checkpoint(self.job.output_dir):
+            return
+        with tf.io.gfile.GFile(path) as f:
+            saved = [line.strip() for line in f if line.strip()]
+        if saved != list(labels):
+            added = [l for l in labels if l not in saved]
+            missing = [l for l in saved if l not in labels]
+            difference = "; ".join(part for part in (
+                "new: " + ", ".join(added) if added else "",
+                "absent: " + ", ".join(missing) if missing else "",
+                "" if added or missing else "same labels in another order") if part)
+            raise self.error(
+                "%s holds the labels of the run already trained in --output_dir (%s), and this "
+                "run's training labels differ (%s); give another --output_dir"
+                % (path, ", ".join(saved), difference))
 
     # ----- a task of a multi-task job ----------------------------------------------------
 
