@@ -138,11 +138,31 @@ def install(strict=False):
         return False
     if strict:
         _state["strict"] = True
+        _quiet_unraisable_exits()
     signal.signal(signal.SIGTERM, _handler)
     if not _state["installed"]:
         _start_watchdog()
     _state["installed"] = True
     return True
+
+
+def _quiet_unraisable_exits():
+    """Python reports an exception raised where it cannot propagate (a `__del__`, a
+    weakref callback: SIGTERM's handler ran inside one) as "Exception ignored in ...
+    Traceback ...". For `Terminated` that report is noise: the exit was dropped, and
+    strict mode raises it again (`raise_if_dropped`, the watchdog), so the script still
+    ends with 143 and says where. Other unraisable exceptions keep Python's report."""
+    previous = sys.unraisablehook
+    if getattr(previous, "_quiet_exits", False):
+        return
+
+    def hook(unraisable):
+        if isinstance(unraisable.exc_value, Terminated):
+            return
+        previous(unraisable)
+
+    hook._quiet_exits = True  # pylint: disable=protected-access
+    sys.unraisablehook = hook
 
 
 def _start_watchdog():
