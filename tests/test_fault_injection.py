@@ -200,6 +200,11 @@ def _killed_run(job_files, sig):
         steps_at_kill.append(int(latest.rsplit("-", 1)[1]) if latest else 0)
         if sig == signal.SIGKILL:
             assert status == -signal.SIGKILL
+        elif status == -signal.SIGTERM:
+            # Only before the script installed its handler (the interpreter
+            # still starting): nothing of the run had happened yet.
+            assert not os.path.isdir(out) or tf.train.latest_checkpoint(out) == before, text
+            assert "step " not in text and "Saved checkpoint" not in text, text[-3000:]
         else:
             assert status == 143, text[-3000:]
             saved = re.search(r"terminated by SIGTERM at step (\d+); saved (\S+)", text)
