@@ -11,7 +11,11 @@ a recipe that needs more fails this test rather than getting a budget of its
 own. It was 1,500 steps, fixed before the recipes were run; for the suite's
 time it is now 1,000, after a run at 1,000 steps measured every recipe's
 margin below its baseline (albert 0.53, bert 0.67, bert_wwm 0.70, roberta
-0.59, spanbert 0.64 nats; the bar stays 0.3).
+0.59, spanbert 0.64 nats; the bar stays 0.3). With the demo BERT's dropout
+raised to 0.3 (chosen on a validation split of the training documents) they
+were 0.63, 0.67, 0.62 and 0.63, and the second objectives' margins (NSP of
+bert and bert_wwm 0.16 and 0.19, spanbert's span boundaries 0.66) got a bar
+of 0.05, set after that one run.
 
 The causal-LM recipes (GPT-2, GPT) and those of the families added later (UNILM, MASS,
 XLNet) are tested the same way in their own modules, each with a smaller
@@ -143,11 +147,15 @@ def test_recipe_beats_its_context_free_baselines_on_held_out_documents(tmp_path,
         baseline_key = "%s_baseline_%s_loss" % (objective.baseline_kind, objective.name)
         assert loss_key in results and baseline_key in results, sorted(results)
     # The language-model objective (the first one) learns from context: its
-    # held-out loss is well below the best context-free model's.
-    first = model.objectives[0]
-    loss = results["%s_loss" % first.name]
-    baseline = results["%s_baseline_%s_loss" % (first.baseline_kind, first.name)]
-    assert loss < baseline - 0.3, (name, loss, baseline)
+    # held-out loss is well below the best context-free model's. The others
+    # (next-sentence prediction, span boundaries) beat theirs too: a demo
+    # BERT that memorised its sentence pairs used to lose to the label
+    # frequencies on held-out documents (see `modeling.bert._demo_config`).
+    for index, objective in enumerate(model.objectives):
+        loss = results["%s_loss" % objective.name]
+        baseline = results["%s_baseline_%s_loss" % (objective.baseline_kind, objective.name)]
+        margin = 0.3 if index == 0 else 0.05
+        assert loss < baseline - margin, (name, objective.name, loss, baseline)
 
 
 def test_a_failed_import_is_named_and_spares_the_other_parts(monkeypatch):
