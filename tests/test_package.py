@@ -40,6 +40,7 @@ def test_the_library_imports_only_declared_distributions():
                    "sentencepiece": "sentencepiece", "numba": "numba",
                    "google_crc32c": "google-crc32c", "matplotlib": "matplotlib",
                    "tensorboard": "tensorboard", "keras_hub": "keras-hub",
+                   "sacrebleu": "sacrebleu",
                    # Installed with tensorflow (its own requirements).
                    "keras": "tensorflow", "numpy": "tensorflow", "h5py": "tensorflow",
                    "PIL": "matplotlib",  # pillow, matplotlib's own requirement

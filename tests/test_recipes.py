@@ -91,6 +91,19 @@ def test_registry_and_declarative_files(tmp_path):
         recipes.load_recipe(str(broken))
 
 
+def test_a_recipe_sets_its_demo_models_config_values(tmp_path):
+    bert = recipes.load_recipe("bert")
+    config = bert.demo_config(vocab_size=50)
+    assert (config.hidden_dropout_prob, config.attention_probs_dropout_prob) == (0.3, 0.3)
+    plain = recipes.load_recipe("spanbert").demo_config(vocab_size=50)
+    assert plain.hidden_dropout_prob == 0.1 and plain.hidden_size == config.hidden_size
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"name": "bad", "encoder": "bert", "objectives": ["masked_lm"],
+                                "data": {}, "demo_model": {"hidden_dropout": 0.3}}))
+    with pytest.raises(recipes.RecipeError, match="hidden_dropout, not fields of the bert"):
+        recipes.load_recipe(str(path)).demo_config(vocab_size=50)
+
+
 def test_parts_register_from_a_user_module(tmp_path):
     parts = tmp_path / "my_parts.py"
     parts.write_text(

@@ -21,16 +21,17 @@ def _demo_config(vocab_size):
     # Half of Google's BERT-Tiny (2 layers, hidden 64, 2 heads): on the bundled
     # 50 KB corpus it leaves the unigram stage within the demo's steps at a
     # learning rate of 1e-3 (BERT-Tiny itself needs a lower rate and ~3x the time).
-    # Dropout 0.3 (hidden and attention; Google's 0.1 lets it memorise the
-    # corpus's sentence pairs: NSP accuracy 0.97 on training text, a held-out
-    # NSP loss of 0.92-1.0 against the label-frequency baseline's 0.62). Chosen
-    # on a validation split of the *training* documents (every tenth of them):
-    # NSP loss 1.16 (0.1/0.1), 1.06 (0.3/0.1), 0.59 (0.3/0.3), 0.59 (0.4/0.1),
-    # 0.69 (0.2/0.1) against 0.68; masked LM 6.21-6.28 against 6.90 for all.
+    # The recipes with next-sentence prediction raise the dropout to 0.3
+    # (`demo_model` in presets/bert.json, bert_wwm.json): with Google's 0.1 the
+    # model memorises the corpus's sentence pairs (NSP accuracy 0.97 on training
+    # text, held-out NSP loss 0.92-1.0 against the label-frequency baseline's
+    # 0.62). Chosen on a validation split of the *training* documents (every
+    # tenth of them): NSP loss 1.16 (hidden/attention 0.1/0.1), 1.06 (0.3/0.1),
+    # 0.59 (0.3/0.3), 0.59 (0.4/0.1), 0.69 (0.2/0.1) against 0.68; masked LM
+    # 6.21-6.28 against 6.90 for all.
     return BertConfig(vocab_size=vocab_size, hidden_size=64, num_hidden_layers=2,
                       num_attention_heads=2, intermediate_size=256,
-                      max_position_embeddings=128, type_vocab_size=2,
-                      hidden_dropout_prob=0.3, attention_probs_dropout_prob=0.3)
+                      max_position_embeddings=128, type_vocab_size=2)
 
 
 def _head_units_of_config(config):

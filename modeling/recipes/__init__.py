@@ -51,6 +51,9 @@ class Recipe:
     # Settings of the demo job that differ for this recipe (PretrainingJob
     # fields, e.g. fewer steps for a model that would memorise the corpus).
     demo: dict = dataclasses.field(default_factory=dict)
+    # Config values of the demo job's model that differ for this recipe (e.g.
+    # BERT's dropout: its sentence-pair objective memorises the small corpus).
+    demo_model: dict = dataclasses.field(default_factory=dict)
 
     @property
     def family(self):
@@ -61,8 +64,18 @@ class Recipe:
         return self.family.load_config(path)
 
     def demo_config(self, vocab_size):
-        """The tiny config of the demo job."""
-        return self.family.demo_config(vocab_size)
+        """The tiny config of the demo job: the family's, with the recipe's `demo_model`."""
+        config = self.family.demo_config(vocab_size)
+        if not self.demo_model:
+            return config
+        values = config.to_dict()
+        unknown = sorted(set(self.demo_model) - set(values))
+        if unknown:
+            raise RecipeError("Recipe %s: `demo_model` names %s, not fields of the %s config "
+                              "(%s)" % (self.name, ", ".join(unknown), self.encoder,
+                                        ", ".join(sorted(values))))
+        values.update(self.demo_model)
+        return type(config).from_dict(values)
 
     def build_model(self, config, dtype=None, **encoder_kwargs):
         """The family's encoder trained by the recipe's objectives."""
@@ -108,9 +121,14 @@ def load_recipe(name_or_path):
     demo = raw.get("demo", {})
     if not isinstance(demo, dict):
         raise RecipeError("Recipe %s: `demo` must be a JSON object of job settings" % path)
+    demo_model = raw.get("demo_model", {})
+    if not isinstance(demo_model, dict):
+        raise RecipeError("Recipe %s: `demo_model` must be a JSON object of config values"
+                          % path)
     recipe = Recipe(name=raw["name"], description=raw.get("description", ""),
                     encoder=raw["encoder"], objectives=tuple(raw["objectives"]),
-                    data=data, pipeline=pipeline, demo=dict(demo))
+                    data=data, pipeline=pipeline, demo=dict(demo),
+                    demo_model=dict(demo_model))
     _check_names(recipe, path)
     pipeline_class = registry.pipelines.get(recipe.pipeline)
     allowed = getattr(pipeline_class, "data_options", None)
