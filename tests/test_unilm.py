@@ -23,6 +23,7 @@ from modeling.bert import BertConfig
 from modeling.bert import BertEncoder
 from modeling.recipes import pretraining
 from modeling.recipes.pipelines.base import PipelineOptions
+from modeling.recipes.pipelines.static_masked import StaticMaskedPipeline
 from modeling.unilm import decoding
 from modeling.unilm import masks
 from modeling.unilm import pipelines
@@ -33,7 +34,7 @@ PRETRAIN_STEPS = 600
 FINETUNE_STEPS = 300
 
 
-def _reference_mask(mode, segment_ids, input_mask):
+def _reference_mask(mode, segment_ids, input_mask, target_id=1):
     """The masks as the paper describes them, one (query, key) pair at a time."""
     seq = len(segment_ids)
     out = np.zeros([seq, seq], np.int32)
@@ -48,7 +49,7 @@ def _reference_mask(mode, segment_ids, input_mask):
             elif mode == masks.RIGHT_TO_LEFT:
                 out[i, j] = j >= i
             else:  # source sees source; target sees source and its own prefix
-                out[i, j] = segment_ids[j] == 0 or (segment_ids[i] == 1 and j <= i)
+                out[i, j] = segment_ids[j] != target_id or (segment_ids[i] == target_id and j <= i)
     return out
 
 
@@ -147,26 +148,94 @@ def test_unilm_beats_its_unigram_baseline_on_held_out_documents(pretrained):
     assert results["masked_lm_loss"] < results["unigram_baseline_masked_lm_loss"] - 0.2, results
 
 
-def test_the_pipeline_gives_each_example_the_mask_of_its_mode(pretrained):
+def test_the_pipeline_gives_each_example_the_layout_ids_and_mask_of_its_mode(pretrained):
     output_dir, _ = pretrained
     recipe = recipes.load_recipe("unilm")
-    pipeline = recipe.build_pipeline(PipelineOptions(
-        vocab_file=VOCAB, max_seq_length=32, max_predictions_per_seq=5, seed=11))
+    options = PipelineOptions(vocab_file=VOCAB, max_seq_length=32, max_predictions_per_seq=5,
+                              seed=11)
+    pipeline = recipe.build_pipeline(options)
     eval_file = [os.path.join(output_dir, "data", f)
                  for f in os.listdir(os.path.join(output_dir, "data")) if "eval" in f][0]
     first = list(pipeline.baseline_batches(eval_file, 256, 64))
     again = list(pipeline.baseline_batches(eval_file, 256, 64))
+    raw = list(StaticMaskedPipeline({}, options).baseline_batches(eval_file, 256, 64))
+    sep = tokenization.load_vocab(VOCAB)[tokenization.SEP_TOKEN]
     modes = np.concatenate([b["unilm_mode"] for b in first])
     assert set(modes) == {0, 1, 2, 3}
-    for batch, repeat in zip(first, again):  # the same masks on every read
+    # The authors' `--new_segment_ids`: pairs 0/1, left-to-right 2, right-to-left 3,
+    # seq2seq 4/5.
+    expected_ids = {masks.BIDIRECTIONAL: {0, 1}, masks.LEFT_TO_RIGHT: {2},
+                    masks.RIGHT_TO_LEFT: {3}, masks.SEQ2SEQ: {4, 5}}
+    for batch, repeat, old in zip(first, again, raw):  # the same masks on every read
         np.testing.assert_array_equal(batch["attention_mask"], repeat["attention_mask"])
-        for mode, segments, mask, attention in zip(batch["unilm_mode"], batch["segment_ids"],
-                                                   batch["input_mask"],
-                                                   batch["attention_mask"]):
-            # Contiguous pairs: [CLS] A [SEP] B [SEP], A and B both present.
-            assert set(segments[mask > 0]) == {0, 1}
-            np.testing.assert_array_equal(attention.astype(np.int32),
-                                          _reference_mask(mode, segments, mask))
+        for r, mode in enumerate(batch["unilm_mode"]):
+            ids, segments, mask = (batch[k][r] for k in ("input_ids", "segment_ids",
+                                                          "input_mask"))
+            real = mask > 0
+            assert set(segments[real]) == expected_ids[mode]
+            assert not segments[~real].any()
+            old_ids, old_real = old["input_ids"][r], old["input_mask"][r] > 0
+            old_seps = np.flatnonzero(old_ids[old_real] == sep)
+            assert len(old_seps) == 2  # every record is a pair [CLS] A [SEP] B [SEP]
+            if mode in (masks.LEFT_TO_RIGHT, masks.RIGHT_TO_LEFT):
+                # One text stream: the pair without the [SEP] between A and B.
+                assert list(np.flatnonzero(ids[real] == sep)) == [real.sum() - 1]
+                np.testing.assert_array_equal(ids[real],
+                                              np.delete(old_ids[old_real], old_seps[0]))
+            else:
+                np.testing.assert_array_equal(ids, old_ids)
+            # The masked positions still point at the tokens they predict.
+            weights = batch["masked_lm_weights"][r] > 0
+            np.testing.assert_array_equal(weights, old["masked_lm_weights"][r] > 0)
+            np.testing.assert_array_equal(
+                ids[batch["masked_lm_positions"][r][weights]],
+                old_ids[old["masked_lm_positions"][r][weights]])
+            np.testing.assert_array_equal(batch["masked_lm_ids"][r], old["masked_lm_ids"][r])
+            np.testing.assert_array_equal(batch["attention_mask"][r].astype(np.int32),
+                                          _reference_mask(mode, segments, mask, target_id=5))
+
+
+def test_layout_of_a_hand_made_batch_per_mode_and_segment_scheme():
+    # [CLS]=1 a b [SEP]=9 c [SEP]=9 pad pad, position 2 (b) and 4 (c) masked.
+    features = {"input_ids": tf.constant([[1, 3, 4, 9, 5, 9, 0, 0]] * 4),
+                "input_mask": tf.constant([[1, 1, 1, 1, 1, 1, 0, 0]] * 4),
+                "segment_ids": tf.constant([[0, 0, 0, 0, 1, 1, 0, 0]] * 4),
+                "masked_lm_positions": tf.constant([[2, 4, 0]] * 4),
+                "masked_lm_ids": tf.constant([[4, 5, 0]] * 4),
+                "masked_lm_weights": tf.constant([[1.0, 1.0, 0.0]] * 4)}
+    modes = tf.constant([0, 1, 2, 3])
+    out = {k: v.numpy() for k, v in pipelines.layout_for_modes(features, modes,
+                                                               "paper").items()}
+    pair, stream = [1, 3, 4, 9, 5, 9, 0, 0], [1, 3, 4, 5, 9, 0, 0, 0]
+    np.testing.assert_array_equal(out["input_ids"], [pair, stream, stream, pair])
+    np.testing.assert_array_equal(out["segment_ids"], [[0, 0, 0, 0, 1, 1, 0, 0],
+                                                       [2, 2, 2, 2, 2, 0, 0, 0],
+                                                       [3, 3, 3, 3, 3, 0, 0, 0],
+                                                       [4, 4, 4, 4, 5, 5, 0, 0]])
+    np.testing.assert_array_equal(out["input_mask"].sum(axis=1), [6, 5, 5, 6])
+    np.testing.assert_array_equal(out["masked_lm_positions"],
+                                  [[2, 4, 0], [2, 3, 0], [2, 3, 0], [2, 4, 0]])
+    two = pipelines.layout_for_modes(features, modes, "two")["segment_ids"].numpy()
+    np.testing.assert_array_equal(two[:, :6], [[0, 0, 0, 0, 1, 1], [0] * 6, [0] * 6,
+                                               [0, 0, 0, 0, 1, 1]])
+
+
+def test_type_vocab_size_covers_the_segment_ids():
+    demo = BertConfig(vocab_size=60, hidden_size=16, num_hidden_layers=1,
+                      num_attention_heads=2, intermediate_size=32, type_vocab_size=2)
+    options = PipelineOptions(vocab_file=VOCAB, max_seq_length=32, max_predictions_per_seq=5)
+    for name in ("unilm", "unilm_seq2seq"):
+        pipeline = recipes.load_recipe(name).build_pipeline(options)
+        assert pipeline.fit_config(demo, demo=True).type_vocab_size == 6  # the demo's
+        with pytest.raises(ValueError, match=r"^type_vocab_size=2: unilm_segment_ids='paper' "
+                                             r"needs at least 6 token types") as error:
+            pipeline.fit_config(demo, demo=False)  # a user's config is never widened
+        assert "\n" not in str(error.value)
+        assert pipeline.fit_config(demo.replace(type_vocab_size=6), demo=False) is not None
+    two = pipelines.UnilmPipeline({"unilm_segment_ids": "two"}, options)
+    assert two.fit_config(demo, demo=False).type_vocab_size == 2  # BERT's 2 types load
+    with pytest.raises(ValueError, match="unilm_segment_ids: expected one of 'paper', 'two'"):
+        pipelines.Seq2SeqPipeline({"unilm_segment_ids": "three"}, options)
 
 
 # ------------------------------------------------------------ seq2seq fine-tuning
@@ -192,7 +261,7 @@ def test_seq2seq_pipeline_masks_only_target_tokens(tmp_path):
             positions = batch["masked_lm_positions"][row][weights > 0]
             np.testing.assert_array_equal(np.sort(changed), positions)
             assert np.all(ids[positions] == vocab[tokenization.MASK_TOKEN])
-            assert np.all(original["segment_ids"][row][positions] == 1)
+            assert np.all(original["segment_ids"][row][positions] == 5)  # the target's id
             np.testing.assert_array_equal(batch["masked_lm_ids"][row][weights > 0],
                                           orig[positions])
             masked_total += len(positions)
@@ -201,8 +270,10 @@ def test_seq2seq_pipeline_masks_only_target_tokens(tmp_path):
             np.testing.assert_array_equal(
                 batch["attention_mask"][row].astype(np.int32),
                 _reference_mask(masks.SEQ2SEQ, original["segment_ids"][row],
-                                original["input_mask"][row]))
-    targets = sum(int(((original["segment_ids"][r] == 1)).sum()) for r in range(2))
+                                original["input_mask"][row], target_id=5))
+        real = original["input_mask"][row] > 0
+        assert set(original["segment_ids"][row][real]) == {4, 5}
+    targets = sum(int(((original["segment_ids"][r] == 5)).sum()) for r in range(2))
     share = masked_total / (200 * targets)
     assert 0.4 < share < 0.6, share  # target_mask_prob, under the cap of 6
     assert sep_masked > 100  # the end of the target is learned too
@@ -256,13 +327,14 @@ def test_greedy_decoding_picks_the_models_most_likely_token_at_each_step(decoder
     # Reference: the pretrainer's own call (encoder + masked-LM head) on the
     # same layout, one step at a time.
     model = seq2seq.model
+    assert model.encoder.type_vocab_size == 6 and (seq2seq.source_id, seq2seq.target_id) == (4, 5)
     prefix, total = [], 0.0
     for _ in range(6):
         row = [seq2seq.cls_id] + source + [seq2seq.sep_id] + prefix + [seq2seq.mask_id]
-        segments = [0] * (len(source) + 2) + [1] * (len(prefix) + 1)
+        segments = [4] * (len(source) + 2) + [5] * (len(prefix) + 1)  # generated: target id
         features = {"input_ids": tf.constant([row]), "segment_ids": tf.constant([segments]),
                     "attention_mask": masks.attention_mask(masks.SEQ2SEQ, [segments],
-                                                           [[1] * len(row)]),
+                                                           [[1] * len(row)], target_id=5),
                     "masked_lm_positions": tf.constant([[len(row) - 1]])}
         logits = model(features, training=False)["masked_lm_logits"][0, 0].numpy()
         log_probs = logits - np.log(np.exp(logits - logits.max()).sum()) - logits.max()

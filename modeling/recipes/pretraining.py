@@ -125,10 +125,15 @@ def _demo_vocab(pipeline_class, job):
 
 def _load_config(recipe, job, pipeline):
     if job.bert_config_file:
-        return recipe.load_config(job.bert_config_file)
-    if not job.demo:
+        config = recipe.load_config(job.bert_config_file)
+    elif not job.demo:
         raise ValueError("--bert_config_file is required with --input_file")
-    return recipe.demo_config(pipeline.vocab_size())
+    else:
+        config = recipe.demo_config(pipeline.vocab_size())
+    # A pipeline whose inputs constrain the model (UNILM's segment ids need
+    # type_vocab_size 6) fits the demo config and checks a user's.
+    fit = getattr(pipeline, "fit_config", None)
+    return fit(config, demo=not job.bert_config_file) if fit else config
 
 
 def baselines(model, pipeline, train_inputs, eval_inputs, max_eval_examples,

@@ -2,7 +2,9 @@
 
 UNILM generates the way it was fine-tuned: the input is
 `[CLS] source [SEP] y_1 ... y_{t-1} [MASK]` under the seq2seq attention mask
-(`modeling.unilm.masks`), and the masked-LM head's distribution at the
+(`modeling.unilm.masks`), the source with the seq2seq source segment id and
+the generated tokens and the [MASK] with the target's (4 and 5 with the
+paper's ids), and the masked-LM head's distribution at the
 [MASK] is the next token's. The chosen token replaces the [MASK], a new
 [MASK] is appended, and decoding stops at [SEP] (the target's end, which
 fine-tuning taught the model to predict) or after `max_new_tokens`.
@@ -46,10 +48,16 @@ class Seq2SeqDecoder:
         vocab: token -> id (for [CLS], [SEP], [MASK]).
         max_seq_length: longest input (source, generated tokens and the
             three special tokens); default the encoder's positions.
+        segment_ids: "paper" (source 4, target 5) or "two" (0, 1): the
+            `unilm_segment_ids` the model was fine-tuned with.
     """
 
-    def __init__(self, model, vocab, max_seq_length=None):
+    def __init__(self, model, vocab, max_seq_length=None, segment_ids="paper"):
         self.model = model
+        # The seq2seq mode's segment ids, as fine-tuning gave them: the source
+        # ([CLS] source [SEP]) and every generated token and [MASK] the target.
+        self.source_id, self.target_id = masks.SEGMENT_IDS[
+            masks.check_segment_ids(segment_ids, "segment_ids")][masks.SEQ2SEQ]
         self.encoder = model.encoder
         self.head = model.get_objective("masked_lm")
         self.cls_id = vocab[tokenization.CLS_TOKEN]
@@ -59,7 +67,8 @@ class Seq2SeqDecoder:
         self._step = tf.function(self._log_probs, reduce_retracing=True)
 
     def _log_probs(self, input_ids, segment_ids, input_mask, positions):
-        attention = masks.attention_mask(masks.SEQ2SEQ, segment_ids, input_mask)
+        attention = masks.attention_mask(masks.SEQ2SEQ, segment_ids, input_mask,
+                                         target_id=self.target_id)
         outputs = self.encoder({"input_ids": input_ids, "segment_ids": segment_ids,
                                 "attention_mask": attention}, training=False)
         logits = self.head.head(outputs["sequence_output"], positions[:, tf.newaxis],
@@ -88,7 +97,8 @@ class Seq2SeqDecoder:
         for r, prefix in enumerate(prefixes):
             row = head + list(prefix) + [self.mask_id]
             ids[r, :len(row)] = row
-            segments[r, len(head):len(row)] = 1
+            segments[r, :len(head)] = self.source_id
+            segments[r, len(head):len(row)] = self.target_id
             mask[r, :len(row)] = 1
             positions[r] = len(row) - 1
         return self._step(tf.constant(ids), tf.constant(segments), tf.constant(mask),
@@ -174,7 +184,8 @@ class DecoderLoadError(ValueError):
         super().__init__(message)
 
 
-def load_decoder(config_file, init_checkpoint, vocab_file, do_lower_case=True):
+def load_decoder(config_file, init_checkpoint, vocab_file, do_lower_case=True,
+                 segment_ids=None):
     """`(Seq2SeqDecoder, FullTokenizer)` of a UNILM (or BERT) checkpoint.
 
     Args:
@@ -184,6 +195,10 @@ def load_decoder(config_file, init_checkpoint, vocab_file, do_lower_case=True):
             prefix, Google's `bert_model.ckpt`, or HF safetensors; its
             masked-LM head is required (it predicts the tokens).
         vocab_file: WordPiece `vocab.txt`.
+        segment_ids: the `unilm_segment_ids` of fine-tuning ("paper" or
+            "two"); None: "paper" when the config has the 6 token types its
+            ids need, else "two" (a config of BERT's 2 types can only have
+            been fine-tuned with those).
     """
     from modeling import checkpoints  # pylint: disable=g-import-not-at-top
     from modeling import recipes  # pylint: disable=g-import-not-at-top
@@ -205,12 +220,20 @@ def load_decoder(config_file, init_checkpoint, vocab_file, do_lower_case=True):
         raise DecoderLoadError("vocab_file", "%s has %d tokens but the model (%s) has "
                                "vocab_size %d" % (vocab_file, len(tokenizer.vocab),
                                                   config_file, config.vocab_size))
+    if segment_ids is None:
+        segment_ids = ("paper" if config.type_vocab_size >= masks.min_type_vocab_size("paper")
+                       else "two")
+    try:
+        masks.check_type_vocab_size(config, masks.check_segment_ids(segment_ids,
+                                                                    "segment_ids"))
+    except ValueError as e:
+        raise DecoderLoadError("config_file", "%s: %s" % (config_file, e)) from e
     model = recipe.build_model(config)
     try:
         checkpoints.init_from_checkpoint(model, init_checkpoint)
     except (ValueError, OSError, TypeError) as e:
         raise DecoderLoadError("init_checkpoint", str(e)) from e
-    return Seq2SeqDecoder(model, tokenizer.vocab), tokenizer
+    return Seq2SeqDecoder(model, tokenizer.vocab, segment_ids=segment_ids), tokenizer
 
 
 def detokenize(tokenizer, ids):

@@ -7,13 +7,18 @@ the "unilm" strategy (whole words, 20% of the time 2-3-grams;
 `data.pretraining.masking.UnilmMasking`). Each batch is read as the static
 pipeline reads it, then every example draws its language model
 (`modeling.unilm.masks.sample_modes`, the recipe's `mix`, default the
-paper's 1/3 bidirectional, 1/3 seq2seq, 1/6 each direction) and gets the
-matching `attention_mask` `[seq, seq]` and `unilm_mode` features. The draw
+paper's 1/3 bidirectional, 1/3 seq2seq, 1/6 each direction), the layout
+and segment ids of its LM (`layout_for_modes`: the left-to-right and
+right-to-left LMs read one text stream `[CLS] text [SEP]`, the others the
+pair; segment ids per LM as the authors' `--new_segment_ids`, recipe data
+`unilm_segment_ids`, `masks.SEGMENT_IDS`), and the matching
+`attention_mask` `[seq, seq]` and `unilm_mode` features. The draw
 is a stateless function of the run's seed and the batch's index, so an
 evaluation and its baseline read the same masks.
 
 "unilm_seq2seq" (fine-tuning): text files of `source<TAB>target` lines.
-Each pair becomes `[CLS] source [SEP] target [SEP]` (segments 0 and 1; the
+Each pair becomes `[CLS] source [SEP] target [SEP]` (the seq2seq segment
+ids, 4 and 5 with the paper's ids; the
 longer side is cut first when the pair does not fit `max_seq_length`), and
 only target tokens are masked, each with probability `target_mask_prob`
 (0.7 by default) and always by [MASK], the final [SEP] included so that the
@@ -60,24 +65,97 @@ def _mix(data, where):
     return tuple(w / sum(mix) for w in mix)
 
 
+def _segment_ids(data):
+    return masks.check_segment_ids(data.get("unilm_segment_ids", "paper"),
+                                   "the recipe data option unilm_segment_ids")
+
+
+def _fit_config(config, demo, scheme):
+    """The model config for `scheme`'s segment ids (called by the pre-training job).
+
+    The demo job's tiny config gets the token types the ids need (6 with the
+    paper's ids, as the authors' `type_vocab_size = 6`); a user's config
+    (`--bert_config_file`) is never changed, since its checkpoint's
+    token-type table has that many rows: one too small is a one-line error
+    naming `type_vocab_size` and the option that fits it ("two").
+    """
+    need = masks.min_type_vocab_size(scheme)
+    if demo and config.type_vocab_size < need:
+        return config.replace(type_vocab_size=need)
+    masks.check_type_vocab_size(config, scheme)
+    return config
+
+
+def layout_for_modes(features, modes, scheme):
+    """Each example of a batch of `[CLS] A [SEP] B [SEP]` pairs in the layout of its mode.
+
+    Bidirectional and seq2seq examples keep the pair, with their mode's two
+    segment ids. Left-to-right and right-to-left examples become one text
+    stream `[CLS] A B [SEP]` (the paper's unidirectional LMs read one
+    segment): A and B are one contiguous stretch of the document (the
+    "contiguous" objective cuts only at its outer ends), so dropping the
+    [SEP] between them leaves the text itself; every token takes the mode's
+    one segment id and the masked positions after the dropped [SEP] move one
+    to the left ([SEP] is never masked). Padding keeps segment id 0.
+    """
+    features = dict(features)
+    input_mask = tf.cast(features["input_mask"], tf.int32)
+    old_segments = tf.cast(features["segment_ids"], tf.int32)
+    seq = tf.shape(input_mask)[1]
+    single = tf.reduce_any(tf.equal(modes[:, tf.newaxis],
+                                    tf.constant(masks.SINGLE_STREAM_MODES, tf.int32)), axis=1)
+    # Index of A's [SEP]: the last real token of segment 0.
+    sep = tf.reduce_sum(input_mask * tf.cast(tf.equal(old_segments, 0), tf.int32), axis=1) - 1
+    shift = tf.cast(single, tf.int32)[:, tf.newaxis]
+    positions = tf.range(seq)[tf.newaxis, :]
+    source = positions + shift * tf.cast(positions >= sep[:, tf.newaxis], tf.int32)
+    inside = source < seq
+    source = tf.minimum(source, seq - 1)
+
+    def moved(name):
+        values = tf.gather(features[name], source, batch_dims=1)
+        return tf.where(inside, values, tf.zeros_like(values))
+
+    input_ids = moved("input_ids")
+    input_mask = moved("input_mask")
+    second = moved("segment_ids")
+    table = tf.gather(masks.segment_table(scheme), modes)        # [batch, 2]
+    ids = tf.where(tf.equal(tf.cast(second, tf.int32), 1), table[:, 1:2], table[:, 0:1])
+    real = tf.cast(input_mask, tf.bool)
+    features["input_ids"] = input_ids
+    features["input_mask"] = input_mask
+    features["segment_ids"] = tf.cast(tf.where(real, ids, 0), features["segment_ids"].dtype)
+    lm_positions = features["masked_lm_positions"]
+    after = tf.logical_and(tf.cast(lm_positions, tf.int32) > sep[:, tf.newaxis],
+                           tf.cast(shift, tf.bool))
+    features["masked_lm_positions"] = lm_positions - tf.cast(after, lm_positions.dtype)
+    return features
+
+
 @registry.pipelines.register("unilm")
 class UnilmPipeline(StaticMaskedPipeline):
     """Static TFRecords plus one UNILM attention mask per example (see the module docstring)."""
 
-    data_options = StaticMaskedPipeline.data_options + ("mix",)
+    data_options = StaticMaskedPipeline.data_options + ("mix", "unilm_segment_ids")
 
     def __init__(self, recipe_data, options):
         data = {"masking": "unilm", "sentence_objective": "contiguous"}
         data.update(recipe_data or {})
         super().__init__(data, options)
         self.mix = _mix(self.data, "the unilm pipeline")
+        self.segment_ids = _segment_ids(self.data)
         # What the TFRecord writer takes (`InstanceOptions`).
-        self.data = {k: v for k, v in self.data.items() if k != "mix"}
+        self.data = {k: v for k, v in self.data.items()
+                     if k not in ("mix", "unilm_segment_ids")}
+
+    def fit_config(self, config, demo):
+        return _fit_config(config, demo, self.segment_ids)
 
     def input_fn(self, inputs, is_training, batch_size):
         records_input_fn = super().input_fn(inputs, is_training, batch_size)
         seed = self.options.seed or 0
         mix = self.mix
+        scheme = self.segment_ids
 
         def input_fn(input_context=None):
             dataset = records_input_fn(input_context)
@@ -88,10 +166,11 @@ class UnilmPipeline(StaticMaskedPipeline):
                 modes = masks.sample_modes(
                     batch, tf.stack([tf.constant(seed, tf.int64) * 1000003 + pipeline_id,
                                      index]), mix)
-                features = dict(features)
+                features = layout_for_modes(features, modes, scheme)
                 features["unilm_mode"] = modes
                 features["attention_mask"] = masks.attention_mask(
-                    modes, features["segment_ids"], features["input_mask"])
+                    modes, features["segment_ids"], features["input_mask"],
+                    target_id=masks.target_segment_id(scheme))
                 return features
 
             return dataset.enumerate().map(add_masks, num_parallel_calls=tf.data.AUTOTUNE)
@@ -135,23 +214,26 @@ def write_adjacent_sentence_pairs(text_files, output_path):
     return len(lines)
 
 
-def encode_pair(tokenizer, vocab, source, target, max_seq_length):
-    """`(input_ids, segment_ids)` of `[CLS] source [SEP] target [SEP]`, cut to fit."""
+def encode_pair(tokenizer, vocab, source, target, max_seq_length, source_id=0, target_id=1):
+    """`(input_ids, segment_ids)` of `[CLS] source [SEP] target [SEP]`, cut to fit.
+
+    `source_id` / `target_id`: the seq2seq mode's segment ids (4 / 5 with the
+    paper's ids, `masks.SEGMENT_IDS`)."""
     tokens_a = tokenizer.tokenize(source)
     tokens_b = tokenizer.tokenize(target)
     packing.truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
     tokens = ([tokenization.CLS_TOKEN] + tokens_a + [tokenization.SEP_TOKEN] + tokens_b
               + [tokenization.SEP_TOKEN])
-    segment_ids = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
+    segment_ids = [source_id] * (len(tokens_a) + 2) + [target_id] * (len(tokens_b) + 1)
     return tokenization.convert_tokens_to_ids(vocab, tokens), segment_ids
 
 
-def mask_targets(features, seed, mask_id, max_predictions, mask_prob):
-    """Masks target tokens of one example (stateless in `seed`, int `[2]`)."""
+def mask_targets(features, seed, mask_id, max_predictions, mask_prob, target_id=1):
+    """Masks target tokens (segment `target_id`) of one example (stateless in `seed`, int `[2]`)."""
     input_ids = features["input_ids"]
     length = tf.shape(input_ids)[0]
     draws = tf.random.stateless_uniform([length], seed)
-    eligible = tf.logical_and(tf.equal(features["segment_ids"], 1),
+    eligible = tf.logical_and(tf.equal(features["segment_ids"], target_id),
                               tf.equal(features["input_mask"], 1))
     chosen = tf.logical_and(eligible, draws < mask_prob)
     # The `max_predictions` chosen positions with the smallest draws.
@@ -177,15 +259,19 @@ def mask_targets(features, seed, mask_id, max_predictions, mask_prob):
 class Seq2SeqPipeline(Pipeline):
     """`source<TAB>target` files -> target-masked seq2seq batches (see the module docstring)."""
 
-    data_options = ("target_mask_prob",)
+    data_options = ("target_mask_prob", "unilm_segment_ids")
 
     def __init__(self, recipe_data, options):
         super().__init__(recipe_data, options)
+        self.segment_ids = _segment_ids(self.data)
         self.target_mask_prob = float(self.data.get("target_mask_prob", 0.7))
         if not 0.0 < self.target_mask_prob <= 1.0:
             raise ValueError("the unilm_seq2seq pipeline: target_mask_prob must be in (0, 1], "
                              "got %r" % self.data.get("target_mask_prob"))
         self._tokenizer = None
+
+    def fit_config(self, config, demo):
+        return _fit_config(config, demo, self.segment_ids)
 
     def _vocab(self):
         if self._tokenizer is None:
@@ -219,7 +305,8 @@ class Seq2SeqPipeline(Pipeline):
         rows = []
         for path in corpus.expand_file_patterns(inputs):
             for source, target in read_pairs(path):
-                rows.append(encode_pair(tokenizer, tokenizer.vocab, source, target, seq))
+                rows.append(encode_pair(tokenizer, tokenizer.vocab, source, target, seq,
+                                        *masks.SEGMENT_IDS[self.segment_ids][masks.SEQ2SEQ]))
         if not rows:
             raise PairFileError("%s: no `source<TAB>target` pair" % (inputs,))
         ids = np.zeros([len(rows), seq], np.int32)
@@ -237,6 +324,7 @@ class Seq2SeqPipeline(Pipeline):
         options = self.options
         seed = options.seed or 0
         prob = self.target_mask_prob
+        target_id = masks.target_segment_id(self.segment_ids)
 
         def input_fn(input_context=None):
             per_replica = batch_size
@@ -253,10 +341,11 @@ class Seq2SeqPipeline(Pipeline):
             def masked(index, features):
                 features = mask_targets(features, tf.stack([tf.constant(seed, tf.int64),
                                                             index]),
-                                        mask_id, options.max_predictions_per_seq, prob)
+                                        mask_id, options.max_predictions_per_seq, prob,
+                                        target_id)
                 features["attention_mask"] = masks.attention_mask(
                     masks.SEQ2SEQ, features["segment_ids"][tf.newaxis],
-                    features["input_mask"][tf.newaxis])[0]
+                    features["input_mask"][tf.newaxis], target_id=target_id)[0]
                 return features
 
             dataset = dataset.enumerate().map(masked, num_parallel_calls=tf.data.AUTOTUNE)
