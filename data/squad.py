@@ -177,6 +177,10 @@ def _field(obj, key, kind, where):
     if not isinstance(obj, dict) or key not in obj:
         raise SquadDataError("%s: missing %r" % (where, key))
     value = obj[key]
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if isinstance(value, bool) and bool not in kinds:
+        raise SquadDataError("%s: %r should be a %s, not a JSON true/false"
+                             % (where, key, "/".join(k.__name__ for k in kinds)))
     if not isinstance(value, kind):
         raise SquadDataError("%s: %r should be a %s, not %s"
                              % (where, key, kind.__name__ if isinstance(kind, type)
@@ -213,7 +217,7 @@ def read_squad_examples(input_file, is_training, version_2_with_negative=False):
         raise SquadDataError("%s: not valid JSON: %s" % (input_file, e)) from None
     entries = _field(data, "data", list, input_file)
     examples = []
-    seen_ids = set()
+    seen_ids = {}  # id as text -> where it was first used
     for i, entry in enumerate(entries):
         paragraphs = _field(entry, "paragraphs", list, "%s: data[%d]" % (input_file, i))
         for j, paragraph in enumerate(paragraphs):
@@ -223,18 +227,26 @@ def read_squad_examples(input_file, is_training, version_2_with_negative=False):
             for k, qa in enumerate(_field(paragraph, "qas", list, where_p)):
                 where = "%s.qas[%d]" % (where_p, k)
                 qas_id = _field(qa, "id", (str, int), where)
+                # predictions.json is keyed by the id as text: 1 and "1" are one id.
+                first_use = seen_ids.get(str(qas_id))
                 where = "%s (id %s)" % (where, qas_id)
-                if qas_id in seen_ids:
-                    raise SquadDataError("%s: the id is used twice" % where)
-                seen_ids.add(qas_id)
-                question = _field(qa, "question", str, where)
-                is_impossible = False
-                if version_2_with_negative:
-                    is_impossible = bool(qa.get("is_impossible", False))
-                elif qa.get("is_impossible"):
+                if first_use is not None:
                     raise SquadDataError(
-                        "%s: is_impossible is true but --version_2_with_negative is not set"
-                        % where)
+                        "%s: the id %s is already the id of %s; expected unique question ids "
+                        "(ids are compared as text, so 1 and \"1\" are the same id)"
+                        % (where, json.dumps(qas_id), first_use))
+                seen_ids[str(qas_id)] = "data[%d].paragraphs[%d].qas[%d]" % (i, j, k)
+                question = _field(qa, "question", str, where)
+                is_impossible = qa.get("is_impossible", False)
+                if not isinstance(is_impossible, bool):
+                    raise SquadDataError(
+                        "%s: field 'is_impossible' is %s; expected a JSON true or false"
+                        % (where, json.dumps(is_impossible)))
+                if is_impossible and not version_2_with_negative:
+                    raise SquadDataError(
+                        "%s: \"is_impossible\": true (a SQuAD 2.0 question without an "
+                        "answer), but --version_2_with_negative is not set; expected "
+                        "--version_2_with_negative for a SQuAD 2.0 file" % where)
                 answers = qa.get("answers", [])
                 if not isinstance(answers, list):
                     raise SquadDataError("%s: 'answers' should be a list" % where)

@@ -49,7 +49,8 @@ class VocabSettings:
     vocab_file: Optional[str] = option(None, "Where to write the vocabulary.")
     vocab_size: int = option(8000, "Target vocabulary size, reserved tokens included.")
     do_lower_case: bool = option(True, "Lower-case and strip accents (uncased model).")
-    num_unused: int = option(99, "Number of [unusedN] slots after [PAD].")
+    num_unused: int = option(99, "Number of [unusedN] slots after [PAD] (0 or more).",
+                             lower_bound=0)
     min_cjk_count: int = option(
         1, "CJK characters seen fewer times are left out of the vocabulary.")
     max_unique_chars: int = option(1000, "Alphabet size for non-CJK text.")
@@ -81,6 +82,11 @@ class VocabSettings:
 
 
 def reserved_tokens(num_unused=99):
+    """[PAD], `num_unused` [unusedN] slots, [UNK], [CLS], [SEP], [MASK]; ValueError for a
+    `num_unused` that is not an integer >= 0."""
+    if isinstance(num_unused, bool) or not isinstance(num_unused, int) or num_unused < 0:
+        raise ValueError("--num_unused=%s: expected a number of [unusedN] slots >= 0"
+                         % (num_unused,))
     return (["[PAD]"] + ["[unused%d]" % i for i in range(num_unused)] +
             [tokenization.UNK_TOKEN, tokenization.CLS_TOKEN,
              tokenization.SEP_TOKEN, tokenization.MASK_TOKEN])

@@ -20,8 +20,6 @@ import json
 
 import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-order
 
-import tensorflow as tf
-
 import common_flags
 from data import atomic
 from modeling import bert as config_lib
@@ -30,8 +28,6 @@ from modeling.analysis import plots
 from modeling.tasks import classification
 
 common_flags.define_job_flags(compression.CompressionSettings)
-
-_HEAD_KEY = "model/output_weights/.ATTRIBUTES/VARIABLE_VALUE"
 
 
 def main(_):
@@ -44,13 +40,7 @@ def main(_):
         atomic.check_outputs([("--output_file", settings.output_file)]
                              + ([("--plot", plot_file)] if plot_file else []),
                              [("--eval_file", eval_file)])
-    shapes = dict(tf.train.list_variables(path))
-    num_labels = settings.num_labels
-    if num_labels is None:
-        if _HEAD_KEY not in shapes:
-            raise ValueError("%s has no classifier head (%s); expected a run_classifier.py "
-                             "checkpoint, or give --num_labels" % (path, _HEAD_KEY))
-        num_labels = shapes[_HEAD_KEY][0]
+    num_labels = compression.checkpoint_num_labels(path, settings.num_labels)
     bert_config = config_lib.load_bert_config(settings.bert_config_file)
     model = classification.BertClassifier.from_config_object(
         bert_config, num_labels=num_labels, family=settings.model_family)

@@ -66,7 +66,14 @@ def main(_):
                          [("--input_file", settings.input_file or "")] +
                          [("--" + name, getattr(settings, name)) for name in decoder.input_flags])
     prompts = _read_prompts(settings)
-    records = decoder.generate(settings, prompts)
+    try:
+        records = decoder.generate(settings, prompts)
+    except generation.GenerationError as e:
+        if e.option != "prompt" or e.index is None:
+            raise
+        where = ("--prompt" if settings.prompt is not None else
+                 "--input_file=%s line %d" % (settings.input_file, e.index + 1))
+        raise FlagError("%s: the prompt %s" % (where, e.detail)) from None
     generation.write_jsonl(records, settings.output_file)
     print("Wrote %d generations to %s" % (len(records), settings.output_file))
 

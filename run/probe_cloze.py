@@ -45,8 +45,8 @@ def main(_):
     tokenizer = tokenization.FullTokenizer(settings.vocab_file, settings.do_lower_case)
     inference.check_vocab_fits(len(tokenizer.vocab), bert_config.vocab_size,
                                settings.vocab_file, settings.bert_config_file)
-    for fact in facts:  # every bad line before the model is built
-        cloze.prepare_fact(fact, tokenizer, settings.max_seq_length, settings.facts_file)
+    # Every bad line, and a file of no usable fact, before the model is built.
+    cloze.usable_facts(facts, tokenizer, settings.max_seq_length, settings.facts_file)
     model = recipes.build_bert_pretrainer(bert_config)
     checkpoints.init_from_checkpoint(model, settings.init_checkpoint)
     report = cloze.probe(model, tokenizer, facts, path=settings.facts_file,

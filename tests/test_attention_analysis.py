@@ -213,6 +213,16 @@ def test_probe_reads_tags_off_the_embeddings_of_held_out_sentences(tiny, tmp_pat
     assert _png_size(str(tmp_path / "out" / "probe_accuracy.png"))[0] > 100
 
 
+def test_read_texts_keeps_the_first_max_texts_and_refuses_fewer_than_one(tmp_path):
+    path = tmp_path / "texts.txt"
+    path.write_text("one\n\ntwo\nthree\n", encoding="utf-8")
+    assert attention.read_texts(str(path)) == ["one", "two", "three"]
+    assert attention.read_texts(str(path), 2) == ["one", "two"]
+    for bad in (0, -1):  # -1 used to drop the last text, 0 to keep every one
+        with pytest.raises(ValueError, match="--max_texts=%d: expected a positive number" % bad):
+            attention.read_texts(str(path), bad)
+
+
 def test_tagged_file_errors_name_file_and_line(tmp_path):
     bad = tmp_path / "bad.txt"
     bad.write_text("the DET\ndog\n", encoding="utf-8")

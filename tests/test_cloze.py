@@ -206,6 +206,22 @@ def test_mask_count_and_length_errors(tiny, tmp_path):
         cloze.read_facts(empty)
 
 
+def test_a_file_of_no_usable_fact_is_an_error(tiny, tmp_path):
+    _, tokenizer, _ = tiny
+    path = _facts(tmp_path / "unk.tsv", [u"# every answer is [UNK]",
+                                         u"The sign is [MASK].\t\u2603\u2603",
+                                         u"It snows [MASK].\t\u2603"])
+    with pytest.raises(cloze.ClozeError) as error:
+        cloze.usable_facts(cloze.read_facts(path), tokenizer, 32, path)
+    assert str(error.value).startswith(
+        "%s: no usable fact: the answers of all 2 facts have a word piece outside the "
+        "vocabulary ([UNK]), so none can be predicted (e.g. line 2: " % path), str(error.value)
+    good = _facts(tmp_path / "good.tsv", [u"Bees make [MASK].\thoney",
+                                          u"The sign is [MASK].\t\u2603\u2603"])
+    prepared, skipped = cloze.usable_facts(cloze.read_facts(good), tokenizer, 32, good)
+    assert [p[0].line for p in prepared] == [1] and [s["line"] for s in skipped] == [2]
+
+
 def test_bundled_fact_files_are_well_formed(tiny):
     _, tokenizer, _ = tiny
     for name, count in ((u"en.tsv", 20), (u"zh.tsv", 20)):

@@ -199,6 +199,22 @@ def test_pruning_reaches_the_target_and_pruned_weights_stay_zero():
     assert moved > 0
 
 
+def test_num_labels_is_the_heads_and_a_contradicting_one_is_blamed(tmp_path):
+    module = tf.Module()
+    module.output_weights = tf.Variable(tf.zeros([3, 8]))
+    prefix = tf.train.Checkpoint(model=module).write(str(tmp_path / "ckpt-1"))
+    assert compression.checkpoint_num_labels(prefix) == 3
+    assert compression.checkpoint_num_labels(prefix, 3) == 3
+    with pytest.raises(compression.CompressionError) as error:
+        compression.checkpoint_num_labels(prefix, 2)
+    assert str(error.value) == ("--num_labels=2, but the classifier head of %s has 3 labels; "
+                                "expected --num_labels=3 (or leave it out)" % prefix)
+    headless = tf.train.Checkpoint(model=tf.Module()).write(str(tmp_path / "other-1"))
+    with pytest.raises(compression.CompressionError, match="has no classifier head"):
+        compression.checkpoint_num_labels(headless)
+    assert compression.checkpoint_num_labels(headless, 4) == 4
+
+
 def test_compress_classifier_script(classifier, tmp_path):
     model_dir = tmp_path / "finetuned"
     model_dir.mkdir()

@@ -161,6 +161,28 @@ def test_bad_files_name_the_file(tmp_path):
         byte_bpe.load_merges(tmp_path / "missing.txt")
 
 
+@pytest.mark.parametrize("text", ["", "#version: 0.2\n"])
+def test_a_merges_file_of_no_merge_beside_merged_tokens_is_refused(tmp_path, text):
+    """An empty (or header-only) merges.txt would encode every text byte by byte."""
+    merges = tmp_path / "merges.txt"
+    merges.write_text(text)
+    assert byte_bpe.load_merges(merges) == []
+    for tokenizer in (byte_bpe.ByteBPETokenizer, byte_bpe.GraphByteBPETokenizer):
+        with pytest.raises(byte_bpe.ByteBPEError) as error:
+            tokenizer(VOCAB, merges)
+        assert str(error.value).startswith(
+            "merges file %s holds no merges (it is empty or only a '#version' header) but "
+            "vocab file %s has 2743 merged tokens" % (merges, VOCAB)), str(error.value)
+    # A vocabulary of only the byte symbols and special tokens needs no merge.
+    with open(VOCAB, encoding="utf-8") as f:
+        vocab = json.load(f)
+    symbols = set(byte_bpe.bytes_to_unicode().values()) | {byte_bpe.END_OF_TEXT}
+    small = tmp_path / "vocab.json"
+    small.write_text(json.dumps({t: i for i, t in enumerate(t for t in vocab if t in symbols)}))
+    assert byte_bpe.ByteBPETokenizer(small, merges).encode("hi") == [
+        byte_bpe.load_vocab(small)["h"], byte_bpe.load_vocab(small)["i"]]
+
+
 def test_bundled_vocab_is_what_the_tool_makes(tmp_path, sample_corpus_files):
     """data/sample/gpt2/{vocab.json,merges.txt} are reproducible with run/create_vocab.py."""
     vocab, merges = tmp_path / "vocab.json", tmp_path / "merges.txt"

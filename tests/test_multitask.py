@@ -226,6 +226,14 @@ def test_bad_task_lists_give_one_line_naming_file_entry_and_field(tmp_path, bert
         "train_file, dev_file, test_file, eval_metrics, ids_num_labels, "
         "ids_label_from_last_id, ids_cls_id, ids_sep_id, ids_offset, ids_keep, "
         "xnli_language")
+    # JSON booleans given as strings: refused, never read as true.
+    assert job_error(dict(SPAN_ENTRY, data_dir="colour",
+                          options={"version_2_with_negative": "false"})) == (
+        ": entry 0 ('which'): field 'options': version_2_with_negative=\"false\": expected "
+        "a JSON true or false")
+    assert job_error(dict(good, options=dict(good["options"], has_header="false"))) == (
+        ": entry 0 ('colour'): field 'options': has_header=\"false\": expected a JSON true "
+        "or false")
     assert job_error(dict(good, head="tagging", options={})) == (
         ": entry 0 ('colour'): field 'processor': 'generic': a tagging task reads CoNLL "
         "files (processor \"ner\")")

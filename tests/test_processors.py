@@ -126,6 +126,11 @@ def test_sst2_qqp_stsb_layouts(tmp_path):
     write_lines(sts / "dev.tsv", [header, "0\tmain\tf\t2012\t1\tnone\tnone\tA.\tB.\thigh"])
     with pytest.raises(processors.DataError, match=r"dev\.tsv:2: the label 'high' is not a number"):
         p.get_dev_examples(str(sts))
+    for score in ("nan", "inf", "-Infinity"):
+        write_lines(sts / "dev.tsv", [header, "0\tmain\tf\t2012\t1\tn\tn\tA.\tB.\t" + score])
+        with pytest.raises(processors.DataError,
+                           match=r"dev\.tsv:2: the label '%s' is not a finite number" % score):
+            p.get_dev_examples(str(sts))
 
 
 def test_read_tsv_keeps_quotes_and_knows_lines(tmp_path):

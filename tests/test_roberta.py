@@ -554,7 +554,9 @@ def test_missing_tokenizer_files_are_one_line_errors(bpe_dir, tmp_path):
         (tmp_path / "vocab.json").write_text(f.read(), encoding="utf-8")
     with pytest.raises(TokenizerFormatError, match=r"merges.txt: no such file .*has: vocab.json"):
         RobertaTokenizer.from_folder(str(tmp_path))
-    (tmp_path / "merges.txt").write_text("#version: 0.2\n")
+    # (The real merges: a header-only merges.txt beside this vocabulary is itself refused.)
+    with open(os.path.join(bpe_dir, "merges.txt"), encoding="utf-8") as f:
+        (tmp_path / "merges.txt").write_text(f.read(), encoding="utf-8")
     (tmp_path / "tokenizer_config.json").write_text('{"mask_token": "[MASK]"}')
     with pytest.raises(TokenizerFormatError, match=r"the mask token '\[MASK\]' is not in"):
         RobertaTokenizer.from_folder(str(tmp_path))

@@ -325,6 +325,16 @@ def test_softmax_job_trains_and_cosine_records_feed_the_loss(job_files):
     np.testing.assert_allclose(float(value), want, rtol=1e-4)
 
 
+@pytest.mark.parametrize("score", ["nan", "inf", "-inf", " NaN "])
+def test_a_score_that_is_not_finite_is_refused_naming_file_and_line(tmp_path, score):
+    path = tmp_path / "dev.tsv"
+    path.write_text("car\tauto\t0.9\nsun\tmoon\t%s\n" % score)
+    with pytest.raises(pairs.DataError) as error:
+        pairs.read_pairs(str(path), "float")
+    assert str(error.value) == ("%s:2: label %r is not a finite number; expected a float score "
+                                "(cosine loss)" % (path, score.strip()))
+
+
 def test_bad_lines_and_flags_are_one_line_errors(job_files):
     (job_files / "bad.tsv").write_text("a red cat\tthe cat\nonly one column\n")
     with pytest.raises(siamese_job.SiameseJobError,

@@ -89,6 +89,42 @@ def test_an_answer_not_in_the_paragraph_is_a_one_line_error_naming_the_question(
         squad.read_squad_examples(impossible, is_training=True)
 
 
+@pytest.mark.parametrize("version_2", [False, True])
+def test_is_impossible_must_be_a_json_boolean(tmp_path, version_2):
+    """"false" (a string) is refused, never read as true."""
+    path = _write_squad(tmp_path / "v2.json", [{"context": CAT, "qas": [
+        {"id": "x", "question": "Where?", "answers": [{"text": "mat", "answer_start": 19}],
+         "is_impossible": "false"}]}])
+    with pytest.raises(squad.SquadDataError) as error:
+        squad.read_squad_examples(path, is_training=True, version_2_with_negative=version_2)
+    assert str(error.value) == ("%s: data[0].paragraphs[0].qas[0] (id x): field "
+                                "'is_impossible' is \"false\"; expected a JSON true or false"
+                                % path)
+    # A JSON false is an answerable question.
+    path = _write_squad(tmp_path / "v2.json", [{"context": CAT, "qas": [
+        {"id": "x", "question": "Where?", "answers": [{"text": "mat", "answer_start": 19}],
+         "is_impossible": False}]}])
+    [example] = squad.read_squad_examples(path, is_training=True,
+                                          version_2_with_negative=version_2)
+    assert not example.is_impossible and example.start_position == 5
+
+
+def test_question_ids_1_and_quoted_1_are_the_same_id(tmp_path):
+    question = {"question": "Where?", "answers": [{"text": "mat", "answer_start": 19}]}
+    path = _write_squad(tmp_path / "ids.json", [{"context": CAT, "qas": [
+        dict(question, id=1), dict(question, id="1")]}])
+    with pytest.raises(squad.SquadDataError) as error:
+        squad.read_squad_examples(path, is_training=False)
+    message = str(error.value)
+    assert message.startswith("%s: data[0].paragraphs[0].qas[1] (id 1): the id \"1\" is "
+                              "already the id of data[0].paragraphs[0].qas[0]" % path), message
+    # A boolean is no id (True would pass as the integer 1).
+    path = _write_squad(tmp_path / "ids.json", [{"context": CAT, "qas": [
+        dict(question, id=True)]}])
+    with pytest.raises(squad.SquadDataError, match="'id' should be a str/int, not a JSON"):
+        squad.read_squad_examples(path, is_training=False)
+
+
 # ----------------------------------------------------------------- features
 
 

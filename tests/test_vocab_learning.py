@@ -110,6 +110,13 @@ def test_empty_input_is_refused(tmp_path):
         vocab_learning.learn_byte_bpe(iter([]), 300)
 
 
+def test_negative_num_unused_is_refused():
+    with pytest.raises(ValueError, match=r"^--num_unused=-3: expected a number of \[unusedN\] "
+                                         r"slots >= 0"):
+        vocab_learning.learn_vocab({"the": 5, "cat": 3}, vocab_size=200, num_unused=-3)
+    assert vocab_learning.reserved_tokens(0) == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
 def test_byte_bpe_vocab_size_must_hold_the_bytes_and_specials():
     lines = ["hello world, hello there\n"] * 20
     for too_small in (10, 256):

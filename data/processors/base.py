@@ -31,6 +31,7 @@ Beyond Google's classes, what makes bad input cheap to fix:
 import csv
 import io
 import json
+import math
 import sys
 
 import tensorflow as tf
@@ -332,12 +333,16 @@ def location_of(row):
 
 
 def parse_score(value, row):
-    """A regression label as a float, or a DataError naming the row's file and line."""
+    """A regression label as a finite float, or a DataError naming the row's file and line."""
     try:
-        return float(value)
+        score = float(value)
     except (TypeError, ValueError):
         raise DataError("%s: the label %r is not a number (this is a regression task)."
                         % (getattr(row, "location", row), value)) from None
+    if not math.isfinite(score):
+        raise DataError("%s: the label %r is not a finite number; expected a finite score "
+                        "(this is a regression task)." % (getattr(row, "location", row), value))
+    return score
 
 
 def sorted_labels(labels):

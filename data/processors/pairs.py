@@ -20,6 +20,8 @@ atomically, with the features ``a_input_ids``, ``a_input_mask``,
 no model.
 """
 
+import math
+
 import tensorflow as tf
 
 from data import atomic
@@ -95,6 +97,9 @@ def read_pairs(path, label_kind="none", labels=None, set_type="train"):
             except ValueError:
                 raise DataError("%s: label %r is not a number; expected a float score "
                                 "(cosine loss)" % (where, fields[2])) from None
+            if not math.isfinite(label):
+                raise DataError("%s: label %r is not a finite number; expected a float score "
+                                "(cosine loss)" % (where, fields[2].strip()))
         examples.append(InputExample("%s-%d" % (set_type, number), text_a, text_b, label,
                                      source=where))
     return examples

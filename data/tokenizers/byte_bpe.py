@@ -59,6 +59,7 @@ __all__ = [
     "GPT2_SPLIT_PATTERN",
     "GraphByteBPETokenizer",
     "bytes_to_unicode",
+    "check_merges",
     "load_merges",
     "load_vocab",
 ]
@@ -153,6 +154,28 @@ def load_merges(merges_file):
     return merges
 
 
+def check_merges(vocab, merges, vocab_file, merges_file):
+    """Raises `ByteBPEError` naming `merges_file` when it cannot go with `vocab`.
+
+    A merges file of no merge (empty, or only its `#version` header) leaves
+    every word as single byte symbols: fine for a vocabulary of just the
+    256 byte symbols and special tokens (`<...>`), but beside a vocabulary
+    of merged tokens it is the wrong or a truncated file, and the text
+    would be encoded byte by byte into ids the model never saw.
+    """
+    if merges:
+        return
+    symbols = set(bytes_to_unicode().values())
+    merged = [t for t in vocab if t not in symbols and not (t.startswith("<") and t.endswith(">"))]
+    if merged:
+        raise ByteBPEError(
+            "merges file %s holds no merges (it is empty or only a '#version' header) but "
+            "vocab file %s has %d merged tokens (e.g. %r); expected the merges.txt of this "
+            "vocabulary, one merge 'left right' per line"
+            % (os.fspath(merges_file), os.fspath(vocab_file), len(merged),
+               min(merged, key=vocab.get)))
+
+
 def _merge_word(symbols, ranks):
     """Applies BPE merges to a tuple of symbols (lowest rank first, all occurrences)."""
     word = list(symbols)
@@ -197,6 +220,7 @@ class ByteBPETokenizer:
         self.encoder = load_vocab(vocab_file)
         self.decoder = {i: t for t, i in self.encoder.items()}
         self.merges = load_merges(merges_file)
+        check_merges(self.encoder, self.merges, vocab_file, merges_file)
         self.ranks = {pair: rank for rank, pair in reversed(list(enumerate(self.merges)))}
         self.byte_encoder = bytes_to_unicode()
         self.byte_decoder = {c: b for b, c in self.byte_encoder.items()}
@@ -326,6 +350,7 @@ class GraphByteBPETokenizer(tf.Module):
         super().__init__(name=name)
         vocab = load_vocab(vocab_file)
         merges = load_merges(merges_file)
+        check_merges(vocab, merges, vocab_file, merges_file)
         self.vocab_file = os.fspath(vocab_file)
         self.merges_file = os.fspath(merges_file)
         self.vocab_size = len(vocab)

@@ -111,7 +111,8 @@ class AttentionAnalysisSettings:
     do_lower_case: bool = option(True, "Lower-case the input (uncased models).")
     max_seq_length: int = option(128, "Longer inputs are truncated.")
     max_texts: Optional[int] = option(
-        None, "Use only the first N texts/sentences of --input_file.")
+        None, "Use only the first N texts/sentences of --input_file (N >= 1; unset: all).",
+        lower_bound=1)
     probe_dev_file: Optional[str] = option(
         None, "probe: held-out tagged file (default: a part of --input_file, see "
         "--probe_dev_fraction).")
@@ -133,13 +134,22 @@ class AttentionAnalysisSettings:
 def read_texts(path, max_texts=None):
     """Non-blank lines of a UTF-8 file (``text_a ||| text_b`` for pairs).
 
-    Raises ValueError naming the file when it holds no text.
+    Args:
+      path: the file.
+      max_texts: keep only the first `max_texts` (None: all).
+
+    Raises ValueError naming the file when it holds no text, and for a
+    `max_texts` below 1.
     """
     from modeling.serving import inference  # pylint: disable=g-import-not-at-top
+    if max_texts is not None and (isinstance(max_texts, bool) or not isinstance(max_texts, int)
+                                  or max_texts < 1):
+        raise ValueError("--max_texts=%s: expected a positive number of texts (unset: all)"
+                         % (max_texts,))
     texts = inference.read_input_lines(path, skip_blank=True)
     if not texts:
         raise ValueError("%s: no text; expected one sentence (or 'a ||| b' pair) per line" % path)
-    return texts[:max_texts] if max_texts else texts
+    return texts[:max_texts] if max_texts is not None else texts
 
 
 def _pack_texts(tokenizer, texts, max_seq_length):

@@ -58,7 +58,7 @@ from modeling.serving import inference
 from modeling.training.options import option
 
 __all__ = ["ClozeSettings", "Fact", "ClozeError", "read_facts", "prepare_fact",
-           "top_k_products", "probe", "write_report"]
+           "usable_facts", "top_k_products", "probe", "write_report"]
 
 DEFAULT_RELATION = "-"
 TOP_KS = (1, 10)
@@ -166,6 +166,38 @@ def prepare_fact(fact, tokenizer, max_seq_length, path="facts"):
     return tokens, positions, answer_pieces
 
 
+def usable_facts(facts, tokenizer, max_seq_length, path="facts"):
+    """The facts the vocabulary can answer, prepared, and the skipped ones.
+
+    Returns:
+      ``(prepared, skipped)``: ``(fact, tokens, mask_positions, answer_pieces)``
+      per usable fact (`prepare_fact`), and ``{line, answer, reason}`` per fact
+      whose answer has an ``[UNK]`` piece (see the module docstring).
+
+    Raises:
+      ClozeError naming `path` for a bad fact (`prepare_fact`), and when no
+      fact is usable: a precision over no fact measures nothing.
+    """
+    prepared, skipped = [], []
+    for fact in facts:
+        tokens, positions, pieces = prepare_fact(fact, tokenizer, max_seq_length, path)
+        if tokenization.UNK_TOKEN in pieces:
+            skipped.append({"line": fact.line, "answer": fact.answer,
+                            "reason": "answer has a word piece outside the vocabulary "
+                                      "(%s)" % " ".join(pieces)})
+            continue
+        prepared.append((fact, tokens, positions, pieces))
+    if not prepared:
+        first = skipped[0] if skipped else None
+        raise ClozeError(
+            "%s: no usable fact: the answers of all %d facts have a word piece outside the "
+            "vocabulary (%s), so none can be predicted%s; expected answers the "
+            "vocabulary spells" % (path, len(facts), tokenization.UNK_TOKEN,
+                                   " (e.g. line %d: %r)" % (first["line"], first["answer"])
+                                   if first else ""))
+    return prepared, skipped
+
+
 def top_k_products(probabilities, k):
     """The `k` most probable sequences of independent choices, best first.
 
@@ -235,16 +267,8 @@ def probe(pretrainer, tokenizer, facts, path="facts", max_seq_length=128, batch_
       ``skipped`` [{line, answer, reason}].
     """
     top_k = max(int(top_k), max(TOP_KS))
+    prepared, skipped = usable_facts(facts, tokenizer, max_seq_length, path)
     probabilities_fn = inference.masked_lm_probabilities(pretrainer)
-    prepared, skipped = [], []
-    for fact in facts:
-        tokens, positions, pieces = prepare_fact(fact, tokenizer, max_seq_length, path)
-        if tokenization.UNK_TOKEN in pieces:
-            skipped.append({"line": fact.line, "answer": fact.answer,
-                            "reason": "answer has a word piece outside the vocabulary "
-                                      "(%s)" % " ".join(pieces)})
-            continue
-        prepared.append((fact, tokens, positions, pieces))
 
     records = []
     for start in range(0, len(prepared), batch_size):

@@ -41,7 +41,8 @@ from modeling.training.options import option
 from modeling.training.pruning import MagnitudePruner, encoder_dense_kernels, polynomial_sparsity  # pylint: disable=unused-import
 
 __all__ = ["VARIANTS", "CompressionError", "CompressionSettings", "classifier_function",
-           "convert", "restore_classifier", "save_feature_model", "read_labelled_records",
+           "checkpoint_num_labels", "convert", "restore_classifier", "save_feature_model",
+           "read_labelled_records",
            "TFLiteClassifier", "evaluate", "write_models", "polynomial_sparsity",
            "encoder_dense_kernels", "MagnitudePruner"]
 
@@ -67,7 +68,7 @@ class CompressionSettings:
         None, "Labelled classifier records (default MODEL_DIR/eval.tf_record).")
     max_seq_length: int = option(128, "The records' max_seq_length.", lower_bound=3)
     num_labels: Optional[int] = option(
-        None, "Classes (default: read from the checkpoint's head).")
+        None, "Classes (default: read from the checkpoint's head).", lower_bound=1)
     variants: List[str] = option(help="Of float32, dynamic_int8, float16.",
                                  default_factory=lambda: list(VARIANTS))
     repeats: int = option(3, "Timed passes over the examples (median).", lower_bound=1)
@@ -118,6 +119,31 @@ def classifier_function(model, max_seq_length, output="logits"):
         return {output: model(features, training=False)[output]}
 
     return serve.get_concrete_function()
+
+
+_HEAD_KEY = "model/output_weights/.ATTRIBUTES/VARIABLE_VALUE"
+
+
+def checkpoint_num_labels(path, num_labels=None):
+    """The number of classes of the classifier checkpoint `path` (its head's rows).
+
+    `num_labels` (a user's --num_labels, or None) must agree with the head;
+    without a head (not a run_classifier.py checkpoint) it must be given.
+    Raises `CompressionError` naming --num_labels.
+    """
+    shapes = dict(tf.train.list_variables(path))
+    if _HEAD_KEY not in shapes:
+        if num_labels is None:
+            raise CompressionError("%s has no classifier head (%s); expected a "
+                                   "run_classifier.py checkpoint, or give --num_labels"
+                                   % (path, _HEAD_KEY))
+        return num_labels
+    head_labels = shapes[_HEAD_KEY][0]
+    if num_labels is not None and num_labels != head_labels:
+        raise CompressionError("--num_labels=%d, but the classifier head of %s has %d labels; "
+                               "expected --num_labels=%d (or leave it out)"
+                               % (num_labels, path, head_labels, head_labels))
+    return head_labels
 
 
 def restore_classifier(model, path):

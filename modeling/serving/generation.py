@@ -57,11 +57,19 @@ DECODING_MODES = ("greedy", "sample")
 
 
 class GenerationError(ValueError):
-    """An invalid generation option or input; `option` names the argument."""
+    """An invalid generation option or input; `option` names the argument.
 
-    def __init__(self, option, message):
+    A fault of one prompt has `option` "prompt", that prompt's `index` and
+    the `detail` said of it (the message is "prompt INDEX DETAIL"), so that
+    a caller can name the prompt its own way (`run/generate.py`: the line of
+    `--input_file`).
+    """
+
+    def __init__(self, option, message, index=None):
         self.option = option
-        super().__init__(message)
+        self.index = index
+        self.detail = message
+        super().__init__(message if index is None else "prompt %d %s" % (index, message))
 
 
 @dataclasses.dataclass
@@ -169,13 +177,20 @@ def generate(network, prompts, options=None, eos_id=None, bos_id=None, use_cache
     for i, prompt in enumerate(prompts):
         length = max(1, len(prompt))
         if not prompt and bos_id is None:
-            raise GenerationError("prompt", "prompt %d is empty and there is no bos id to "
-                                  "start from" % (first_index + i))
+            raise GenerationError("prompt", "is empty and there is no bos id to start from",
+                                  index=first_index + i)
+        if length >= limit:
+            # The prompt alone fills the model: no max_new_tokens would fit.
+            raise GenerationError(
+                "prompt", "has %d tokens, and the model has %d positions (n_positions): no "
+                "room for a generated token; expected a prompt of at most %d tokens"
+                % (length, limit, limit - 1), index=first_index + i)
         if length + options.max_new_tokens > limit:
             raise GenerationError(
                 "max_new_tokens", "prompt %d has %d tokens; with max_new_tokens=%d that "
-                "exceeds the model's %d positions" % (first_index + i, length,
-                                                      options.max_new_tokens, limit))
+                "exceeds the model's %d positions; expected max_new_tokens <= %d (or a "
+                "shorter prompt)" % (first_index + i, length, options.max_new_tokens, limit,
+                                     limit - length))
     results = []
     for start in range(0, len(prompts), batch_size):
         results.extend(_generate_batch(network, prompts[start:start + batch_size], options,
@@ -279,12 +294,14 @@ def load_generator(config_file, init_checkpoint, vocab_file, merges_file, family
         config = family.load_config(config_file)
     except (ValueError, OSError) as e:
         raise GenerationError("config_file", str(e)) from e
-    for option, load in (("vocab_file", lambda: byte_bpe.load_vocab(vocab_file)),
-                         ("merges_file", lambda: byte_bpe.load_merges(merges_file))):
-        try:
-            load()
-        except byte_bpe.ByteBPEError as e:
-            raise GenerationError(option, str(e)) from e
+    try:
+        vocab = byte_bpe.load_vocab(vocab_file)
+    except byte_bpe.ByteBPEError as e:
+        raise GenerationError("vocab_file", str(e)) from e
+    try:
+        byte_bpe.check_merges(vocab, byte_bpe.load_merges(merges_file), vocab_file, merges_file)
+    except byte_bpe.ByteBPEError as e:
+        raise GenerationError("merges_file", str(e)) from e
     tokenizer = byte_bpe.ByteBPETokenizer(vocab_file, merges_file)
     if tokenizer.vocab_size > config.vocab_size:
         raise GenerationError("vocab_file", "%s has %d tokens but the model (%s) has "

@@ -51,6 +51,7 @@ the data file and line. Registered as ``registry.tasks.get("multitask")``.
 
 import contextlib
 import dataclasses
+import json
 import os
 from typing import Optional
 
@@ -100,6 +101,8 @@ OPTIONS = {
                        "n_best_size", "max_answer_length", "null_score_diff_threshold",
                        "train_file", "dev_file"),
 }
+# Options that are JSON true/false ("false", a string, would read as true).
+BOOLEAN_OPTIONS = ("has_header", "ids_label_from_last_id", "version_2_with_negative")
 TAGGING_PROCESSORS = ("ner", "conll")
 SPAN_QA_PROCESSORS = ("squad",)
 
@@ -231,6 +234,8 @@ def _check_options(spec):
         if key not in allowed:
             raise _fail(spec, "options", "%r is not an option of a %s task; its options: %s"
                         % (key, spec.head, ", ".join(allowed)))
+        if key in BOOLEAN_OPTIONS:
+            _bool_option(spec, key, None)
 
 
 def _data_path(spec, option, default):
@@ -242,6 +247,15 @@ def _int_option(spec, key, default, minimum):
     value = spec.options.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise _fail(spec, "options", "%s=%r: expected an integer >= %d" % (key, value, minimum))
+    return value
+
+
+def _bool_option(spec, key, default):
+    """A JSON true/false option (a string such as "false" is refused, never read as true)."""
+    value = spec.options.get(key, default)
+    if not isinstance(value, bool):
+        raise _fail(spec, "options", "%s=%s: expected a JSON true or false"
+                    % (key, json.dumps(value)))
     return value
 
 
@@ -385,8 +399,9 @@ class MultitaskRunner(job_lib.JobRunner):
         """
         job = self.job
         prepared = []
-        for task_id, spec in enumerate(specs):
+        for spec in specs:  # every entry's options before any task's records are written
             _check_options(spec)
+        for task_id, spec in enumerate(specs):
             task = PreparedTask(spec=spec, task_id=task_id)
             directory = os.path.join(job.output_dir, spec.name)
             tf.io.gfile.makedirs(directory)
@@ -541,7 +556,7 @@ class MultitaskRunner(job_lib.JobRunner):
             doc_stride=doc_stride, max_query_length=max_query_length, do_train=job.do_train,
             do_predict=job.do_eval, n_best_size=n_best_size,
             max_answer_length=max_answer_length,
-            version_2_with_negative=bool(spec.options.get("version_2_with_negative", False)),
+            version_2_with_negative=_bool_option(spec, "version_2_with_negative", False),
             null_score_diff_threshold=float(threshold)), tokenizer=self.tokenizer)
         with _errors_of(spec):
             part.read_splits()
