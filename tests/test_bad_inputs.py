@@ -583,14 +583,19 @@ def create_vocab_empty_input(ctx):
     assert not os.path.exists(vocab)
 
 
-@case()
-def create_vocab_vocab_size_too_small(ctx):
+def _create_vocab_flag_refusal(ctx, flag, status=1):
+    """create_vocab.py on the shared corpus with one bad `flag`: refused, nothing written."""
     vocab = ctx.path("out", "vocab.txt")
     result = run_script("create_vocab", ["--input_file=%s" % ctx.a.corpus,
-                                         "--vocab_file=%s" % vocab, "--vocab_size=10"],
+                                         "--vocab_file=%s" % vocab, flag],
                         inputs=[ctx.a.corpus], outputs=[ctx.dir])
-    assert_error(result, "create_vocab", "--vocab_size=10")
-    assert not os.path.exists(vocab)
+    assert_error(result, "create_vocab", flag, status=status)
+    assert not os.path.exists(ctx.path("out"))
+
+
+@case()
+def create_vocab_vocab_size_too_small(ctx):
+    _create_vocab_flag_refusal(ctx, "--vocab_size=10")
 
 
 def _pretrain_refusal(ctx, extra, *needles, config=None, input_file=None, inputs=()):
@@ -805,6 +810,229 @@ def run_classifier_generic_row_with_an_extra_column(ctx):
         inputs=[data, ctx.a.vocab, ctx.a.config, ctx.a.model_dir], outputs=[ctx.dir])
     assert_error(result, "run_classifier", "%s:3:" % train, "columns")
     assert not os.path.exists(os.path.join(out, "checkpoint"))
+
+
+# ------------------------------------- issue 33: probe rows 7-9, 11-14, 17
+
+GPT2_SAMPLE_DIR = os.path.join(SAMPLE_DIR, "gpt2")
+
+
+def _tiny_gpt2(ctx, n_positions=16):
+    """An HF GPT-2 folder (config.json, model.safetensors) of the sample vocabulary, random."""
+    import safetensors.numpy  # pylint: disable=g-import-not-at-top
+    folder = ctx.path("gpt2")
+    os.makedirs(folder)
+    with open(os.path.join(GPT2_SAMPLE_DIR, "vocab.json"), encoding="utf-8") as f:
+        vocab_size = len(json.load(f))
+    e, inner = 16, 32
+    rng = np.random.RandomState(0)
+    shapes = {"wte.weight": [vocab_size, e], "wpe.weight": [n_positions, e],
+              "ln_f.weight": [e], "ln_f.bias": [e]}
+    for name, shape in (("ln_1.weight", [e]), ("ln_1.bias", [e]),
+                        ("attn.c_attn.weight", [e, 3 * e]), ("attn.c_attn.bias", [3 * e]),
+                        ("attn.c_proj.weight", [e, e]), ("attn.c_proj.bias", [e]),
+                        ("ln_2.weight", [e]), ("ln_2.bias", [e]),
+                        ("mlp.c_fc.weight", [e, inner]), ("mlp.c_fc.bias", [inner]),
+                        ("mlp.c_proj.weight", [inner, e]), ("mlp.c_proj.bias", [e])):
+        shapes["h.0." + name] = shape
+    safetensors.numpy.save_file(
+        {name: (rng.normal(size=shape) * 0.02).astype(np.float32)
+         for name, shape in shapes.items()}, os.path.join(folder, "model.safetensors"))
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump({"model_type": "gpt2", "vocab_size": vocab_size, "n_positions": n_positions,
+                   "n_embd": e, "n_layer": 1, "n_head": 2, "n_inner": inner}, f)
+    return folder
+
+
+def _generate(ctx, *extra, merges=None):
+    """run/generate.py on a tiny GPT-2; returns (result, output file)."""
+    folder = _tiny_gpt2(ctx)
+    merges = merges or os.path.join(GPT2_SAMPLE_DIR, "merges.txt")
+    vocab = os.path.join(GPT2_SAMPLE_DIR, "vocab.json")
+    output = ctx.path("out", "generated.jsonl")
+    inputs = [folder, vocab, merges] + [a.split("=", 1)[1] for a in extra
+                                        if a.startswith("--input_file=")]
+    result = run_script("generate", [
+        "--init_checkpoint=%s" % os.path.join(folder, "model.safetensors"),
+        "--config_file=%s" % os.path.join(folder, "config.json"), "--vocab_file=%s" % vocab,
+        "--merges_file=%s" % merges, "--output_file=%s" % output, "--max_new_tokens=2"]
+        + list(extra), inputs=inputs, outputs=[ctx.dir])
+    return result, output
+
+
+def _merges_case(name, text):
+    def fn(ctx):
+        merges = ctx.path("merges.txt")
+        with open(merges, "w", encoding="utf-8") as f:
+            f.write(text)
+        result, output = _generate(ctx, "--prompt=The baker opens", merges=merges)
+        assert_error(result, "generate", "--merges_file", merges, "holds no merges")
+        assert not os.path.exists(output)
+    fn.__name__ = "generate_merges_file_" + name
+    return case()(fn)
+
+
+_merges_case("empty", "")
+_merges_case("of_only_the_version_header", "#version: 0.2\n")
+
+
+@case()
+def generate_prompt_longer_than_the_model(ctx):
+    prompts = ctx.path("prompts.txt")
+    with open(prompts, "w", encoding="utf-8") as f:
+        f.write("The baker opens\n" + "the baker sells bread " * 6 + "\n")
+    result, output = _generate(ctx, "--input_file=%s" % prompts)
+    line = assert_error(result, "generate", "--input_file=%s line 2" % prompts,
+                        "the prompt has", "16 positions")
+    assert "--max_new_tokens" not in line, line
+    assert not os.path.exists(output)
+
+
+def _squad_file(ctx, name, questions):
+    question = {"question": "Where did the cat sit?",
+                "answers": [{"text": "mat", "answer_start": 19}]}
+    path = ctx.path(name)
+    with open(path, "w") as f:
+        json.dump({"version": "2.0", "data": [{"title": "t", "paragraphs": [{
+            "context": "The cat sat on the mat.",
+            "qas": [dict(question, **q) for q in questions]}]}]}, f)
+    return path
+
+
+def _squad_refusal(ctx, train, *needles, extra=()):
+    out = ctx.path("run")
+    result = run_script("run_squad", [
+        "--vocab_file=%s" % ctx.a.vocab, "--bert_config_file=%s" % ctx.a.config,
+        "--init_checkpoint=%s" % ctx.a.checkpoint, "--do_train", "--train_file=%s" % train,
+        "--output_dir=%s" % out, "--max_seq_length=32", "--doc_stride=8",
+        "--max_query_length=8"] + list(extra),
+        inputs=[train, ctx.a.vocab, ctx.a.config, ctx.a.model_dir], outputs=[ctx.dir])
+    line = assert_error(result, "run_squad", train, *needles)
+    assert not os.path.exists(out) or not os.listdir(out), os.listdir(out)
+    return line
+
+
+def _is_impossible_case(version_2):
+    def fn(ctx):
+        train = _squad_file(ctx, "train.json", [{"id": "q1", "is_impossible": "false"}])
+        line = _squad_refusal(ctx, train, "'is_impossible'", '"false"',
+                              "expected a JSON true or false",
+                              extra=["--version_2_with_negative=%s" % version_2])
+        assert "is true" not in line, line
+    fn.__name__ = "squad_is_impossible_as_a_string_version_2_%s" % version_2.lower()
+    return case()(fn)
+
+
+_is_impossible_case("true")
+_is_impossible_case("false")
+
+
+@case()
+def squad_question_ids_1_and_quoted_1(ctx):
+    train = _squad_file(ctx, "train.json", [{"id": 1}, {"id": "1"}])
+    _squad_refusal(ctx, train, 'the id "1"', "qas[1]", "already the id of")
+
+
+@case()
+def multitask_version_2_with_negative_as_a_string(ctx):
+    data = ctx.path("which")
+    os.makedirs(data)
+    _squad_file(ctx, os.path.join("which", "train.json"), [{"id": "q1"}])
+    tasks = ctx.path("tasks.json")
+    with open(tasks, "w") as f:
+        json.dump([{"name": "which", "processor": "squad", "data_dir": "which",
+                    "head": "span_qa", "options": {"version_2_with_negative": "false"}}], f)
+    out = ctx.path("run")
+    result = run_script("run_multitask", [
+        "--task_list_file=%s" % tasks, "--vocab_file=%s" % ctx.a.vocab,
+        "--bert_config_file=%s" % ctx.a.config, "--init_checkpoint=%s" % ctx.a.checkpoint,
+        "--do_train", "--output_dir=%s" % out, "--max_seq_length=32"],
+        inputs=[tasks, data, ctx.a.vocab, ctx.a.config, ctx.a.model_dir], outputs=[ctx.dir])
+    assert_error(result, "run_multitask", tasks, "'options'", 'version_2_with_negative="false"',
+                 "expected a JSON true or false")
+    assert not os.path.exists(out) or not os.listdir(out), os.listdir(out)
+
+
+def _siamese_score_case(split, score):
+    def fn(ctx):
+        data = ctx.path("pairs")
+        os.makedirs(data)
+        for name in ("train.tsv", "dev.tsv"):
+            with open(os.path.join(data, name), "w") as f:
+                f.write("car\tauto\t0.9\nsun\tmoon\t%s\n" % (score if name == split else "0.1"))
+        out = ctx.path("run")
+        result = run_script("run_siamese", [
+            "--do_train", "--do_eval", "--data_dir=%s" % data, "--vocab_file=%s" % ctx.a.vocab,
+            "--bert_config_file=%s" % ctx.a.config, "--init_checkpoint=%s" % ctx.a.checkpoint,
+            "--loss=cosine", "--max_seq_length=16", "--output_dir=%s" % out],
+            inputs=[data, ctx.a.vocab, ctx.a.config, ctx.a.model_dir], outputs=[ctx.dir])
+        assert_error(result, "run_siamese", "%s:2:" % os.path.join(data, split),
+                     "'%s' is not a finite number" % score)
+        assert not os.path.exists(out) or not os.listdir(out), os.listdir(out)
+    fn.__name__ = "siamese_%s_score_in_%s" % (score, split.split(".")[0])
+    return case()(fn)
+
+
+_siamese_score_case("train.tsv", "nan")
+_siamese_score_case("dev.tsv", "inf")
+
+
+def _max_texts_case(value):
+    def fn(ctx):
+        texts = ctx.path("texts.txt")
+        with open(texts, "w") as f:
+            f.write("The river runs.\nFish swim.\n")
+        out = ctx.path("out")
+        result = run_script("analyze_attention", [
+            "--mode=stats", "--input_file=%s" % texts, "--output_dir=%s" % out,
+            "--init_checkpoint=%s" % ctx.a.checkpoint, "--bert_config_file=%s" % ctx.a.config,
+            "--vocab_file=%s" % ctx.a.vocab, "--max_texts=%d" % value],
+            inputs=[texts, ctx.a.vocab, ctx.a.config, ctx.a.model_dir])
+        assert_error(result, "analyze_attention", "--max_texts=%d" % value, status=2)
+        assert not os.path.exists(out)
+    fn.__name__ = "analyze_attention_max_texts_%s" % str(value).replace("-", "minus_")
+    return case()(fn)
+
+
+_max_texts_case(0)
+_max_texts_case(-1)
+
+
+@case()
+def probe_cloze_every_answer_is_unk(ctx):
+    facts = ctx.path("facts.tsv")
+    with open(facts, "w", encoding="utf-8") as f:
+        f.write("The sign is [MASK].\t\u2603\u2603\nIt snows [MASK].\t\u2603\n")
+    output = ctx.path("out", "cloze.json")
+    result = run_script("probe_cloze", [
+        "--bert_config_file=%s" % ctx.a.config, "--vocab_file=%s" % ctx.a.vocab,
+        "--init_checkpoint=%s" % ctx.a.checkpoint, "--facts_file=%s" % facts,
+        "--output_file=%s" % output], inputs=[facts, ctx.a.vocab, ctx.a.config, ctx.a.model_dir],
+        outputs=[ctx.dir])
+    assert_error(result, "probe_cloze", facts, "no usable fact", "[UNK]")
+    assert "facts: 0" not in result.stdout, result.stdout
+    assert not os.path.exists(ctx.path("out"))
+
+
+@case()
+def create_vocab_negative_num_unused(ctx):
+    _create_vocab_flag_refusal(ctx, "--num_unused=-3", status=2)  # absl's lower bound
+
+
+@case()
+def compress_classifier_num_labels_contradicts_the_head(ctx):
+    model_dir = ctx.path("classifier")
+    module = tf.Module()
+    module.output_weights = tf.Variable(tf.zeros([3, TINY_CONFIG["hidden_size"]]))
+    prefix = tf.train.Checkpoint(model=module).write(os.path.join(model_dir, "ckpt-1"))
+    output = ctx.path("out", "compression.json")
+    result = run_script("compress_classifier", [
+        "--bert_config_file=%s" % ctx.a.config, "--checkpoint=%s" % prefix,
+        "--num_labels=2", "--max_seq_length=16", "--output_file=%s" % output],
+        inputs=[model_dir, ctx.a.config], outputs=[ctx.dir])
+    line = assert_error(result, "compress_classifier", "--num_labels=2", prefix, "3 labels")
+    assert "--bert_config_file" not in line, line
+    assert not os.path.exists(ctx.path("out"))
 
 
 # ------------------------------------------------------------------ runner
