@@ -16,9 +16,13 @@ so that temporaries are
   kill -9 or a power cut left them: a temporary whose process (same host)
   no longer runs is removed.
 
-`check_outputs(outputs, inputs)` refuses, before anything is written, an
-output that is also an input (or named twice), so a mistyped flag cannot
-replace a corpus or a vocabulary.
+`check_outputs(outputs, inputs, directories)` refuses, before anything is
+written, an output that is also an input (or named twice), so a mistyped
+flag cannot replace a corpus, a vocabulary or a checkpoint (an input
+checkpoint counts as all its files: a prefix's ``.index`` and ``.data-*``, a
+folder's ``checkpoint`` file, shards and configs), and an output directory
+that is the folder of an input, so that a run cannot resume from, rotate
+away or overwrite the checkpoint or corpus it starts from.
 
 Remote paths (`gs://...`) go through `tf.io.gfile` with the same names.
 """
@@ -34,8 +38,8 @@ import threading
 from data import termination
 
 __all__ = ["OutputConflictError", "TemporaryOutputs", "atomic_output", "check_outputs",
-           "commit", "discard", "live_temporaries", "pid_alive", "sweep_stale_temporaries",
-           "temporary_name", "write_text"]
+           "commit", "discard", "input_files", "input_folder", "live_temporaries", "pid_alive",
+           "sweep_stale_temporaries", "temporary_name", "write_text"]
 
 _LOCK = threading.Lock()
 _LIVE = set()
@@ -188,18 +192,101 @@ def _same_file(a, b):
         return os.path.realpath(a) == os.path.realpath(b)
 
 
-def check_outputs(outputs, inputs=()):
+# The files of a checkpoint folder besides its prefixes' shards: TensorFlow's
+# state file, HF weights, and the model's config (bert_config.json, config.json,
+# mass_config.json, elmo_options.json, ...).
+_CHECKPOINT_FILE = re.compile(
+    r"^(checkpoint|.+\.index|.+\.data-\d{5}-of-\d{5}|.+\.safetensors|(.+_)?config\.json|"
+    r"(.+_)?options\.json)$")
+
+
+def _listdir(directory):
+    try:
+        return _gfile().listdir(directory) if is_remote(directory) else os.listdir(directory)
+    except Exception:  # pylint: disable=broad-except
+        return []
+
+
+def _isdir(path):
+    return _gfile().isdir(path) if is_remote(path) else os.path.isdir(path)
+
+
+def _join(directory, name):
+    return directory.rstrip("/") + "/" + name if is_remote(directory) else os.path.join(
+        directory, name)
+
+
+def _dirname(path):
+    if is_remote(path):
+        return path.rstrip("/").rsplit("/", 1)[0]
+    return os.path.dirname(os.path.abspath(path))
+
+
+def _is_prefix(path):
+    """Whether `path` names a TensorFlow checkpoint by its prefix (`ckpt-3` of `ckpt-3.index`)."""
+    return not _exists(path) and _exists(path + ".index")
+
+
+def _checkpoint_folder_files(directory):
+    return [_join(directory, name.rstrip("/")) for name in sorted(_listdir(directory))
+            if _CHECKPOINT_FILE.match(name.rstrip("/"))]
+
+
+def input_files(path):
+    """The existing files the input `path` stands for, to be refused as outputs.
+
+    A file is itself; a checkpoint prefix its shards (``.index``,
+    ``.data-*``) and its folder's ``checkpoint`` file and configs; a folder
+    the checkpoint files in it (``checkpoint``, shards, ``*.safetensors``,
+    ``*config.json``, ``*options.json``).
+    """
+    path = os.fspath(path)
+    if not path:
+        return []
+    if _isdir(path):
+        return _checkpoint_folder_files(path)
+    if _exists(path):
+        return [path]
+    if _is_prefix(path):
+        directory = _dirname(path)
+        base = os.path.basename(path.rstrip("/"))
+        shards = [_join(directory, name) for name in sorted(_listdir(directory))
+                  if name == base + ".index" or re.match(
+                      re.escape(base) + r"\.data-\d{5}-of-\d{5}$", name)]
+        state = [p for p in _checkpoint_folder_files(directory)
+                 if not re.search(r"\.(index|data-\d{5}-of-\d{5})$", p)]
+        return shards + state
+    return []
+
+
+def input_folder(path):
+    """The folder holding the input `path` (itself if a folder; None if it does not exist)."""
+    path = os.fspath(path)
+    if not path:
+        return None
+    if _isdir(path):
+        return path
+    if _exists(path) or _is_prefix(path):
+        return _dirname(path)
+    return None
+
+
+def check_outputs(outputs, inputs=(), directories=()):
     """Refuses outputs that are also inputs, or that are named twice.
 
     Args:
       outputs: list of (flag, path) pairs, e.g. [("--output_file", "a.tfrecord")].
-      inputs: list of (flag, path) pairs the run reads.
+      inputs: list of (flag, path) pairs the run reads: files, checkpoint
+        prefixes or folders (see `input_files`: each counts as all its files).
+      directories: list of (flag, path) pairs of output directories, e.g.
+        [("--output_dir", "out")]: refused when one is the folder of an input
+        (a run there would resume from, rotate away or overwrite it).
 
     Raises:
       OutputConflictError naming both flags, before anything is written.
     """
     outputs = [(flag, os.fspath(path)) for flag, path in outputs]
-    inputs = [(flag, os.fspath(path)) for flag, path in inputs]
+    inputs = [(flag, os.fspath(path)) for flag, path in inputs if path]
     for i, (flag, path) in enumerate(outputs):
         for other_flag, other in outputs[:i]:
             if _same_file(path, other) or (
@@ -208,13 +295,34 @@ def check_outputs(outputs, inputs=()):
                 raise OutputConflictError(
                     "%s names %s twice (also in %s): each output must be a different file"
                     % (flag, path, other_flag))
+        if not _exists(path):
+            continue
         for input_flag, input_path in inputs:
             if is_remote(path) != is_remote(input_path):
                 continue
-            if _exists(path) and _exists(input_path) and _same_file(path, input_path):
+            for member in input_files(input_path):
+                if not _same_file(path, member):
+                    continue
+                if member == input_path:
+                    raise OutputConflictError(
+                        "%s=%s is also an input (%s): refusing to overwrite it; choose "
+                        "another output path" % (flag, path, input_flag))
                 raise OutputConflictError(
-                    "%s=%s is also an input (%s): refusing to overwrite it; choose "
-                    "another output path" % (flag, path, input_flag))
+                    "%s=%s is also an input (a file of %s=%s): refusing to overwrite it; "
+                    "choose another output path" % (flag, path, input_flag, input_path))
+    for flag, directory in directories:
+        if not directory or not _isdir(os.fspath(directory)):
+            continue
+        directory = os.fspath(directory)
+        for input_flag, input_path in inputs:
+            if is_remote(directory) != is_remote(input_path):
+                continue
+            folder = input_folder(input_path)
+            if folder is not None and _same_file(directory, folder):
+                raise OutputConflictError(
+                    "%s=%s is the folder of %s=%s, an input: a run there would resume "
+                    "from or overwrite it; choose another %s"
+                    % (flag, directory, input_flag, input_path, flag))
 
 
 class TemporaryOutputs(object):

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -159,6 +160,67 @@ def test_check_outputs_refuses_an_input_or_a_repeated_output(tmp_path):
     atomic.check_outputs([("--output_file", str(tmp_path / "new"))],
                          [("--input_file", str(corpus))])
     assert corpus.read_text() == "text\n"
+
+
+def _tiny_checkpoint(directory):
+    """A TensorFlow checkpoint folder (`ckpt-1`, its shards, `checkpoint`) and a config."""
+    module = tf.Module()
+    module.v = tf.Variable([1.0, 2.0])
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=module), str(directory), 3)
+    prefix = manager.save(checkpoint_number=1)
+    (directory / "bert_config.json").write_text("{}\n")
+    (directory / "notes.txt").write_text("the user's notes\n")
+    return prefix
+
+
+def test_check_outputs_counts_every_file_of_an_input_checkpoint(tmp_path):
+    folder = tmp_path / "model"
+    prefix = _tiny_checkpoint(folder)
+    data = [n for n in os.listdir(folder) if ".data-" in n]
+    assert data and os.path.exists(prefix + ".index")
+    for output in [prefix + ".index", str(folder / data[0]), str(folder / "checkpoint"),
+                   str(folder / "bert_config.json")]:
+        for given in (prefix, str(folder)):
+            with pytest.raises(atomic.OutputConflictError,
+                               match=r"--output_file=%s is also an input \(a file of "
+                               r"--init_checkpoint=%s\)" % (re.escape(output),
+                                                            re.escape(given))):
+                atomic.check_outputs([("--output_file", output)],
+                                     [("--init_checkpoint", given)])
+    # What is not the checkpoint's: a new file beside it, the user's other files.
+    for output in [str(folder / "generated.jsonl"), str(folder / "notes.txt")]:
+        atomic.check_outputs([("--output_file", output)], [("--init_checkpoint", prefix)])
+    # A prefix is only its own shards, not another checkpoint's of the folder.
+    other = tf.train.Checkpoint(v=tf.Variable(1.0)).write(str(folder / "other"))
+    atomic.check_outputs([("--output_file", other + ".index")], [("--init_checkpoint", prefix)])
+    assert atomic.input_files("") == [] and atomic.input_files(str(tmp_path / "none")) == []
+
+
+def test_check_outputs_refuses_an_output_dir_that_holds_an_input(tmp_path):
+    folder = tmp_path / "pretraining"
+    prefix = _tiny_checkpoint(folder)
+    corpora = tmp_path / "corpora"
+    corpora.mkdir()
+    corpus = corpora / "en.txt"
+    corpus.write_text("text\n")
+    for flag, given in (("--init_checkpoint", prefix), ("--init_checkpoint", str(folder)),
+                        ("--input_file", str(corpus))):
+        directory = os.path.dirname(given) if given != str(folder) else given
+        for spelt in (directory, directory + "/", os.path.join(directory, ".")):
+            with pytest.raises(atomic.OutputConflictError,
+                               match=r"--output_dir=%s is the folder of %s=%s, an input" % (
+                                   re.escape(spelt), flag, re.escape(given))):
+                atomic.check_outputs([], [(flag, given)], [("--output_dir", spelt)])
+    # A folder of its own, a sub-folder, one not yet made, and no input at all: fine.
+    for directory in (tmp_path / "out", folder / "pruned", corpora / "resampled"):
+        atomic.check_outputs([], [("--init_checkpoint", prefix), ("--input_file", str(corpus)),
+                                  ("--vocab_file", None)],
+                             [("--output_dir", str(directory))])
+        directory.mkdir()
+        atomic.check_outputs([], [("--init_checkpoint", prefix), ("--input_file", str(corpus))],
+                             [("--output_dir", str(directory))])
+    atomic.check_outputs([], [("--init_checkpoint", str(tmp_path / "missing"))],
+                         [("--output_dir", str(tmp_path))])
 
 
 # -------------------------------------------------------------------- lock
