@@ -137,3 +137,28 @@ def test_shared_field_checks_name_the_flag(tmp_path):
         runner.check_positive("train_batch_size")
     assert job_lib.eval_results_from({"global_step": 7, "loss": 0.5, "accuracy": 0.9}) == {
         "global_step": 7, "eval_loss": 0.5, "eval_accuracy": 0.9, "loss": 0.5}
+
+
+def test_an_output_dir_that_holds_the_init_checkpoint_is_refused_first(tmp_path):
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    folder = tmp_path / "pretraining"
+    module = tf.Module()
+    module.v = tf.Variable([1.0])
+    prefix = tf.train.CheckpointManager(tf.train.Checkpoint(model=module), str(folder),
+                                        1).save(checkpoint_number=7)
+    listing = sorted(os.listdir(folder))
+    for init_checkpoint in (str(folder), prefix):
+        runner = _Runner(_Job(output_dir=str(folder), init_checkpoint=init_checkpoint,
+                              do_train=True))
+        with pytest.raises(_Error, match=r"^--output_dir=%s is the folder of "
+                           r"--init_checkpoint=%s, an input: a run there would resume from or "
+                           r"overwrite it; choose another --output_dir$"
+                           % (re.escape(str(folder)), re.escape(init_checkpoint))):
+            runner.run()
+        assert runner.calls == [], "checked after the job's own checks"
+        assert sorted(os.listdir(folder)) == listing
+    # Another folder (a sub-folder too) starts from it.
+    for output_dir in (tmp_path / "fine_tuned", folder / "fine_tuned"):
+        runner = _Runner(_Job(output_dir=str(output_dir), init_checkpoint=prefix,
+                              do_train=True))
+        assert runner.run() == "result"

@@ -439,6 +439,11 @@ class DistillationRunner(job_lib.JobRunner):
 
     # ----- checks (nothing written yet) ----------------------------------------------------
 
+    def checkpoint_inputs(self):
+        job = self.job
+        return ([("--teacher_checkpoints", path) for path in _list(job.teacher_checkpoints)] +
+                [("--student_init_checkpoint", job.student_init_checkpoint)])
+
     def check(self):
         """The settings that need no data: family, teachers, student, losses, training values."""
         job = self.job

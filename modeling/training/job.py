@@ -4,6 +4,8 @@ A fine-tuning or training job (classifier, SQuAD, NER, Siamese, multi-task,
 distillation, CVT, SiATL, translation, pre-training) goes through the same
 steps; `JobRunner.run` does them in order and a task supplies only its hooks:
 
+    check_output_dir()      an output_dir that is the folder of a checkpoint the job
+                            reads (`checkpoint_inputs()`) is refused
     check()                 every input checked; nothing written yet
     start                   seed, precision policy, strategy (`settings.start_run`)
     lock                    one run per output directory (`settings.output_dir_lock`)
@@ -129,6 +131,7 @@ class JobRunner:
 
     def run(self):
         """check, start, lock, prepare, steps, trainer, train/restore, evaluate, predict, finish."""
+        self.check_output_dir()
         self.check()
         self.strategy = settings.start_run(self.job)
         with settings.output_dir_lock(self.job, self.strategy):
@@ -262,6 +265,24 @@ class JobRunner:
             return folders.fill_settings(job)
         except ValueError as e:
             raise self.error("--init_checkpoint=%s: %s" % (job.init_checkpoint, e)) from None
+
+    def check_output_dir(self):
+        """Refuses an `output_dir` that is the folder of a checkpoint the job reads.
+
+        A run there would take that checkpoint for its own: resume it instead
+        of starting from it (with fewer steps: train nothing and report it),
+        rotate it away, and replace the records, labels and config beside it.
+        """
+        from data import atomic  # pylint: disable=import-outside-toplevel
+        try:
+            atomic.check_outputs([], self.checkpoint_inputs(),
+                                 [("--output_dir", getattr(self.job, "output_dir", None))])
+        except atomic.OutputConflictError as e:
+            raise self.error(str(e)) from None
+
+    def checkpoint_inputs(self):
+        """(flag, path) of each checkpoint the job reads: `--init_checkpoint` by default."""
+        return [("--init_checkpoint", getattr(self.job, "init_checkpoint", None))]
 
     def check_required(self, *names):
         """Each named field is given (``--NAME is required.``)."""
