@@ -320,8 +320,8 @@ def check_outputs(outputs, inputs=(), directories=()):
             folder = input_folder(input_path)
             if folder is not None and _same_file(directory, folder):
                 raise OutputConflictError(
-                    "%s=%s is the folder of %s=%s, an input: a run there would resume "
-                    "from or overwrite it; choose another %s"
+                    "%s=%s is the folder of %s=%s, an input: refusing to write there (the "
+                    "run would overwrite or resume from what it reads); choose another %s"
                     % (flag, directory, input_flag, input_path, flag))
 
 

@@ -151,8 +151,9 @@ def test_an_output_dir_that_holds_the_init_checkpoint_is_refused_first(tmp_path)
         runner = _Runner(_Job(output_dir=str(folder), init_checkpoint=init_checkpoint,
                               do_train=True))
         with pytest.raises(_Error, match=r"^--output_dir=%s is the folder of "
-                           r"--init_checkpoint=%s, an input: a run there would resume from or "
-                           r"overwrite it; choose another --output_dir$"
+                           r"--init_checkpoint=%s, an input: refusing to write there \(the run "
+                           r"would overwrite or resume from what it reads\); choose another "
+                           r"--output_dir$"
                            % (re.escape(str(folder)), re.escape(init_checkpoint))):
             runner.run()
         assert runner.calls == [], "checked after the job's own checks"
