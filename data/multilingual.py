@@ -79,11 +79,19 @@ def files_by_language(input_patterns, languages=None):
             "--languages names %d languages but --input_file has %d patterns (one per language)"
             % (len(names), len(patterns)))
     grouped = {}
+    owners = {}
     for i, pattern in enumerate(patterns):
         files = corpus_lib.expand_file_patterns(pattern)
         name = names[i] if names else os.path.splitext(os.path.basename(files[0]))[0]
         if name in grouped:
             raise LanguageSamplingError("language %r is named twice (--languages)" % name)
+        for path in files:
+            key = os.path.realpath(path)
+            if key in owners and owners[key][0] != name:
+                raise LanguageSamplingError(
+                    "--input_file: %s is a file of language %s and of language %s; each "
+                    "file belongs to one language" % (path, owners[key][0], name))
+            owners[key] = (name, path)
         grouped[name] = files
     return grouped
 
@@ -142,7 +150,7 @@ class ResampleSettings:
     output_dir: Optional[str] = option(
         None, "Where <language>.txt and sampling.json are written.")
     total_words: Optional[int] = option(
-        None, "Words in all (default: the input's own size).")
+        None, "Words in all (default: the input's own size).", lower_bound=1)
     seed: int = option(12345, "Seed of the document order.")
     do_lower_case: bool = option(
         True, "Lower-case when counting words (as the tokenizer will).")
@@ -161,6 +169,15 @@ def resample_documents(files_by_language, alpha, output_dir, total_words=None, s
     only, separated by blank lines. `output_dir/sampling.json` records
     sizes, p, q and what was written. Every file is written atomically.
     """
+    if total_words is not None and (isinstance(total_words, bool) or not isinstance(
+            total_words, int) or total_words < 1):
+        raise LanguageSamplingError("--total_words=%r: expected a positive number of words "
+                                    "(or none: the input's own size)" % (total_words,))
+    # <language>.txt would replace an input of that name, and a later
+    # --input_file=OUTPUT_DIR/*.txt would read the inputs again.
+    atomic.check_outputs(
+        [], [("--input_file", path) for files in files_by_language.values() for path in files],
+        [("--output_dir", output_dir)])
     sizes = language_sizes(files_by_language, do_lower_case)
     q = language_sampling_probabilities(sizes, alpha)
     total = int(total_words or sum(sizes.values()))

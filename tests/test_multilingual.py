@@ -4,6 +4,7 @@ import collections
 import json
 import math
 import os
+import re
 import sys
 
 import pytest
@@ -78,6 +79,33 @@ def test_resampling_writes_whole_documents_in_the_smoothed_shares(tmp_path):
     with pytest.raises(multilingual.LanguageSamplingError, match="names 1 languages but"):
         multilingual.files_by_language("%s,%s" % (tmp_path / "big.txt", tmp_path / "small.txt"),
                                        "big")
+
+
+def test_resampling_refuses_its_inputs_folder_a_shared_file_and_no_words(tmp_path):
+    from data import atomic  # pylint: disable=g-import-not-at-top
+    _write_language(tmp_path / "en.txt", "e", 4, 10)
+    _write_language(tmp_path / "zh.txt", "z", 4, 10)
+    before = {name: (tmp_path / name).read_bytes() for name in ("en.txt", "zh.txt")}
+    groups = multilingual.files_by_language(
+        "%s,%s" % (tmp_path / "en.txt", tmp_path / "zh.txt"), "en,zh")
+    # Its own folder: en.txt and zh.txt would be replaced by their resampled versions.
+    with pytest.raises(atomic.OutputConflictError, match=r"--output_dir=%s is the folder of "
+                       r"--input_file=%s, an input" % (re.escape(str(tmp_path)),
+                                                      re.escape(str(tmp_path / "en.txt")))):
+        multilingual.resample_documents(groups, 0.7, str(tmp_path))
+    for total_words in (0, -5):
+        with pytest.raises(multilingual.LanguageSamplingError,
+                           match=r"--total_words=%d: expected a positive number" % total_words):
+            multilingual.resample_documents(groups, 0.7, str(tmp_path / "out"), total_words)
+    assert {name: (tmp_path / name).read_bytes() for name in before} == before
+    assert sorted(os.listdir(tmp_path)) == ["en.txt", "zh.txt"]
+    # One file given as two languages, also through another spelling or a pattern.
+    for patterns in ("%s,%s" % (tmp_path / "en.txt", tmp_path / "en.txt"),
+                     "%s,%s" % (tmp_path / "en.txt", tmp_path / "." / "en.txt"),
+                     "%s,%s" % (tmp_path / "zh.txt", tmp_path / "*.txt")):
+        with pytest.raises(multilingual.LanguageSamplingError,
+                           match=r"--input_file: .* is a file of language a and of language b"):
+            multilingual.files_by_language(patterns, "a,b")
 
 
 def test_scripts_on_the_bundled_english_and_chinese_halves(tmp_path):
