@@ -39,7 +39,9 @@ def main(_):
     if settings.output_file:
         atomic.check_outputs([("--output_file", settings.output_file)]
                              + ([("--plot", plot_file)] if plot_file else []),
-                             [("--eval_file", eval_file)])
+                             [("--eval_file", eval_file), ("--model_dir", settings.model_dir),
+                              ("--checkpoint", path),
+                              ("--bert_config_file", settings.bert_config_file)])
     num_labels = compression.checkpoint_num_labels(path, settings.num_labels)
     bert_config = config_lib.load_bert_config(settings.bert_config_file)
     model = classification.BertClassifier.from_config_object(

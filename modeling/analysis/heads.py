@@ -924,6 +924,9 @@ def run(job, heads_to_prune=None, prune_fraction=None, prune_step_fraction=0.1,
     for name in ("bert_config_file", "init_checkpoint", "output_dir"):
         if not getattr(job, name):
             raise ValueError(f"--{name} is required")
+    # The pruned checkpoint and config would replace the ones being pruned.
+    atomic.check_outputs([], [("--" + name, getattr(job, name, None)) for name in (
+        "init_checkpoint", "bert_config_file", "vocab_file")], [("--output_dir", job.output_dir)])
     if (heads_to_prune is None) == (prune_fraction is None):
         raise ValueError("give exactly one of --heads_to_prune=LAYER:HEAD,... and "
                          "--prune_fraction")

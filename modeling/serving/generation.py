@@ -467,7 +467,7 @@ def causal_lm_decoder(family):
         name=family,
         required_flags=("init_checkpoint", "config_file", "vocab_file", "merges_file",
                         "output_file"),
-        input_flags=("vocab_file", "merges_file", "config_file"),
+        input_flags=("init_checkpoint", "vocab_file", "merges_file", "config_file"),
         check=check, generate=generate_from_files)
 
 

@@ -298,5 +298,5 @@ def _generate_from_files(settings, prompts):
 DECODER = registry.Decoder(
     name="unilm",
     required_flags=("init_checkpoint", "config_file", "vocab_file", "output_file"),
-    input_flags=("vocab_file", "config_file"),
+    input_flags=("init_checkpoint", "vocab_file", "config_file"),
     check=_check_settings, generate=_generate_from_files)
