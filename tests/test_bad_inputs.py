@@ -1035,6 +1035,153 @@ def compress_classifier_num_labels_contradicts_the_head(ctx):
     assert not os.path.exists(ctx.path("out"))
 
 
+# ------------------------------------- issue 33: probe rows 2-6, 10 (outputs onto inputs)
+
+def _two_languages(ctx, folder="corpora"):
+    """Copies of the bundled English and Chinese halves in `folder`; returns (folder, files)."""
+    folder = ctx.path(folder)
+    os.makedirs(folder)
+    files = []
+    for name in ("sample_en.txt", "sample_zh.txt"):
+        files.append(os.path.join(folder, name))
+        shutil.copyfile(os.path.join(SAMPLE_DIR, name), files[-1])
+    return folder, files
+
+
+@case()
+def resample_languages_output_dir_is_the_folder_of_its_inputs(ctx):
+    folder, files = _two_languages(ctx)
+    result = run_script("resample_languages", [
+        "--input_file=%s" % ",".join(files), "--output_dir=%s" % folder, "--noplot"],
+        inputs=[folder])  # the folder's hashes: nothing replaced, nothing added
+    assert_error(result, "resample_languages", "--output_dir=%s" % folder,
+                 "is the folder of --input_file=%s" % files[0])
+
+
+def _total_words_case(value):
+    def fn(ctx):
+        folder, files = _two_languages(ctx)
+        out = ctx.path("out")
+        result = run_script("resample_languages", [
+            "--input_file=%s" % ",".join(files), "--output_dir=%s" % out,
+            "--total_words=%d" % value], inputs=[folder])
+        assert_error(result, "resample_languages", "--total_words=%d" % value, status=2)
+        assert not os.path.exists(out)
+    fn.__name__ = "resample_languages_total_words_%s" % str(value).replace("-", "minus_")
+    return case()(fn)
+
+
+_total_words_case(0)
+_total_words_case(-5)
+
+
+@case()
+def resample_languages_one_file_as_two_languages(ctx):
+    folder, files = _two_languages(ctx)
+    out = ctx.path("out")
+    result = run_script("resample_languages", [
+        "--input_file=%s,%s" % (files[0], files[0]), "--languages=en,zh",
+        "--output_dir=%s" % out], inputs=[folder])
+    assert_error(result, "resample_languages", files[0], "language en and of language zh")
+    assert not os.path.exists(out)
+
+
+def _model_copy(ctx, name="model"):
+    """A copy of the tiny Google checkpoint folder, with its bert_config.json beside it."""
+    folder = ctx.path(name)
+    shutil.copytree(ctx.a.model_dir, folder)
+    shutil.copyfile(ctx.a.config, os.path.join(folder, "bert_config.json"))
+    return folder
+
+
+@case()
+def prune_heads_output_dir_is_its_init_checkpoint_folder(ctx):
+    folder = _model_copy(ctx)
+    result = run_script("prune_heads", [
+        "--init_checkpoint=%s" % folder,
+        "--bert_config_file=%s" % os.path.join(folder, "bert_config.json"),
+        "--vocab_file=%s" % ctx.a.vocab, "--heads_to_prune=0:1", "--max_seq_length=16",
+        "--output_dir=%s" % folder], inputs=[folder, ctx.a.vocab])
+    assert_error(result, "prune_heads", "--output_dir=%s" % folder,
+                 "is the folder of --init_checkpoint=%s" % folder)
+
+
+@case()
+def run_translation_output_dir_is_the_mass_pretraining_folder(ctx):
+    mass = ctx.path("mass")
+    assert_ok(run_script("run_pretraining", [
+        "--recipe=mass", "--output_dir=%s" % mass, "--num_train_steps=1",
+        "--num_warmup_steps=0", "--save_checkpoints_steps=1", "--train_batch_size=4",
+        "--eval_batch_size=4", "--max_eval_steps=1", "--max_seq_length=32", "--seed=1"]))
+    assert tf.train.latest_checkpoint(mass).endswith("ckpt-1")
+    for init_checkpoint in (mass, os.path.join(mass, "ckpt-1")):
+        result = run_script("run_translation", [
+            "--init_checkpoint=%s" % init_checkpoint, "--output_dir=%s" % mass,
+            "--num_train_steps=1", "--num_warmup_steps=0", "--save_checkpoints_steps=1"],
+            inputs=[mass])
+        assert_error(result, "run_translation", "--output_dir=%s" % mass,
+                     "is the folder of --init_checkpoint=%s" % init_checkpoint)
+
+
+@case()
+def generate_output_file_is_the_checkpoints_index(ctx):
+    folder = _model_copy(ctx)
+    prefix = os.path.join(folder, os.path.basename(ctx.a.checkpoint))
+    output = prefix + ".index"
+    result = run_script("generate", [
+        "--recipe=unilm", "--init_checkpoint=%s" % prefix,
+        "--config_file=%s" % os.path.join(folder, "bert_config.json"),
+        "--vocab_file=%s" % ctx.a.vocab, "--prompt=the river", "--max_new_tokens=2",
+        "--output_file=%s" % output], inputs=[folder, ctx.a.vocab])
+    assert_error(result, "generate", "--output_file=%s" % output,
+                 "--init_checkpoint=%s" % prefix)
+
+
+@case()
+def run_ner_output_dir_and_init_checkpoint_are_a_classifiers_folder(ctx):
+    data = ctx.path("data")
+    os.makedirs(data)
+    for name in ("train.tsv", "dev.tsv"):
+        with open(os.path.join(data, name), "w") as f:
+            f.write("sentence\tlabel\nthe river runs\tpos\nfish swim\tneg\n"
+                    "the sun rises\tpos\nrain falls\tneg\n")
+    classifier = ctx.path("classifier")
+    assert_ok(run_script("run_classifier", [
+        "--task_name=generic", "--data_dir=%s" % data, "--do_train",
+        "--do_eval", "--output_dir=%s" % classifier, "--vocab_file=%s" % ctx.a.vocab,
+        "--bert_config_file=%s" % ctx.a.config, "--init_checkpoint=%s" % ctx.a.checkpoint,
+        "--max_seq_length=16", "--train_batch_size=2", "--num_train_epochs=1"]))
+    assert tf.train.latest_checkpoint(classifier)
+    conll = ctx.path("conll")
+    os.makedirs(conll)
+    for name in ("train.txt", "dev.txt"):
+        with open(os.path.join(conll, name), "w") as f:
+            f.write("John B-PER\nvisited O\nParis B-LOC\n\nMary B-PER\nswims O\n")
+    result = run_script("run_ner", [
+        "--do_train", "--do_eval", "--data_dir=%s" % conll, "--vocab_file=%s" % ctx.a.vocab,
+        "--bert_config_file=%s" % ctx.a.config, "--init_checkpoint=%s" % classifier,
+        "--output_dir=%s" % classifier, "--max_seq_length=16", "--train_batch_size=2",
+        "--num_train_epochs=1"], inputs=[classifier, conll, ctx.a.vocab, ctx.a.config])
+    assert_error(result, "run_ner", "--output_dir=%s" % classifier,
+                 "is the folder of --init_checkpoint=%s" % classifier)
+    return classifier  # unchanged (checked): compress_classifier's model
+
+
+@case(needs=["run_ner_output_dir_and_init_checkpoint_are_a_classifiers_folder"])
+def compress_classifier_output_file_is_the_model_dirs_checkpoint_file(ctx):
+    model_dir = ctx.path("classifier")
+    shutil.copytree(
+        ctx.result_of("run_ner_output_dir_and_init_checkpoint_are_a_classifiers_folder"),
+        model_dir)
+    output = os.path.join(model_dir, "checkpoint")
+    result = run_script("compress_classifier", [
+        "--bert_config_file=%s" % ctx.a.config, "--model_dir=%s" % model_dir,
+        "--max_seq_length=16", "--variants=float16", "--repeats=1", "--noplot",
+        "--output_file=%s" % output], inputs=[model_dir, ctx.a.config], outputs=[ctx.dir])
+    assert_error(result, "compress_classifier", "--output_file=%s" % output,
+                 "--model_dir=%s" % model_dir)
+
+
 # ------------------------------------------------------------------ runner
 
 def _selected(request):
