@@ -1058,21 +1058,27 @@ def resample_languages_output_dir_is_the_folder_of_its_inputs(ctx):
                  "is the folder of --input_file=%s" % files[0])
 
 
-def _total_words_case(value):
-    def fn(ctx):
-        folder, files = _two_languages(ctx)
-        out = ctx.path("out")
-        result = run_script("resample_languages", [
-            "--input_file=%s" % ",".join(files), "--output_dir=%s" % out,
-            "--total_words=%d" % value], inputs=[folder])
-        assert_error(result, "resample_languages", "--total_words=%d" % value, status=2)
-        assert not os.path.exists(out)
-    fn.__name__ = "resample_languages_total_words_%s" % str(value).replace("-", "minus_")
-    return case()(fn)
+def case_per_value(name, values):
+    """Registers `fn(ctx, value)` as one case per value, `<name>_<value>` ("-" -> "minus_")."""
+    def register(fn):
+        for value in values:
+            def one(ctx, value=value):
+                return fn(ctx, value)
+            one.__name__ = "%s_%s" % (name, str(value).replace("-", "minus_"))
+            case()(one)
+        return fn
+    return register
 
 
-_total_words_case(0)
-_total_words_case(-5)
+@case_per_value("resample_languages_total_words", (0, -5))
+def _total_words(ctx, value):
+    folder, files = _two_languages(ctx)
+    out = ctx.path("out")
+    result = run_script("resample_languages", [
+        "--input_file=%s" % ",".join(files), "--output_dir=%s" % out,
+        "--total_words=%d" % value], inputs=[folder])
+    assert_error(result, "resample_languages", "--total_words=%d" % value, status=2)
+    assert not os.path.exists(out)
 
 
 @case()
@@ -1086,24 +1092,37 @@ def resample_languages_one_file_as_two_languages(ctx):
     assert not os.path.exists(out)
 
 
-def _model_copy(ctx, name="model"):
-    """A copy of the tiny Google checkpoint folder, with its bert_config.json beside it."""
-    folder = ctx.path(name)
+def _model_copy_refusal(ctx, script, args, *needles):
+    """`script` on a copy of the tiny checkpoint folder (with its bert_config.json), refused.
+
+    `args` and `needles` are formatted with {folder}, {prefix} (the checkpoint's),
+    {config} and {vocab}; the folder must stay byte-identical.
+    """
+    folder = ctx.path("model")
     shutil.copytree(ctx.a.model_dir, folder)
-    shutil.copyfile(ctx.a.config, os.path.join(folder, "bert_config.json"))
-    return folder
+    names = dict(folder=folder, prefix=os.path.join(folder, os.path.basename(ctx.a.checkpoint)),
+                 config=os.path.join(folder, "bert_config.json"), vocab=ctx.a.vocab)
+    shutil.copyfile(ctx.a.config, names["config"])
+    result = run_script(script, [arg.format(**names) for arg in args],
+                        inputs=[folder, ctx.a.vocab])
+    assert_error(result, script, *[needle.format(**names) for needle in needles])
 
 
 @case()
 def prune_heads_output_dir_is_its_init_checkpoint_folder(ctx):
-    folder = _model_copy(ctx)
-    result = run_script("prune_heads", [
-        "--init_checkpoint=%s" % folder,
-        "--bert_config_file=%s" % os.path.join(folder, "bert_config.json"),
-        "--vocab_file=%s" % ctx.a.vocab, "--heads_to_prune=0:1", "--max_seq_length=16",
-        "--output_dir=%s" % folder], inputs=[folder, ctx.a.vocab])
-    assert_error(result, "prune_heads", "--output_dir=%s" % folder,
-                 "is the folder of --init_checkpoint=%s" % folder)
+    _model_copy_refusal(ctx, "prune_heads", [
+        "--init_checkpoint={folder}", "--bert_config_file={config}", "--vocab_file={vocab}",
+        "--heads_to_prune=0:1", "--max_seq_length=16", "--output_dir={folder}"],
+        "--output_dir={folder}", "is the folder of --init_checkpoint={folder}")
+
+
+@case()
+def generate_output_file_is_the_checkpoints_index(ctx):
+    _model_copy_refusal(ctx, "generate", [
+        "--recipe=unilm", "--init_checkpoint={prefix}", "--config_file={config}",
+        "--vocab_file={vocab}", "--prompt=the river", "--max_new_tokens=2",
+        "--output_file={prefix}.index"],
+        "--output_file={prefix}.index", "is also an input", "--init_checkpoint={prefix}")
 
 
 @case()
@@ -1121,20 +1140,6 @@ def run_translation_output_dir_is_the_mass_pretraining_folder(ctx):
             inputs=[mass])
         assert_error(result, "run_translation", "--output_dir=%s" % mass,
                      "is the folder of --init_checkpoint=%s" % init_checkpoint)
-
-
-@case()
-def generate_output_file_is_the_checkpoints_index(ctx):
-    folder = _model_copy(ctx)
-    prefix = os.path.join(folder, os.path.basename(ctx.a.checkpoint))
-    output = prefix + ".index"
-    result = run_script("generate", [
-        "--recipe=unilm", "--init_checkpoint=%s" % prefix,
-        "--config_file=%s" % os.path.join(folder, "bert_config.json"),
-        "--vocab_file=%s" % ctx.a.vocab, "--prompt=the river", "--max_new_tokens=2",
-        "--output_file=%s" % output], inputs=[folder, ctx.a.vocab])
-    assert_error(result, "generate", "--output_file=%s" % output,
-                 "--init_checkpoint=%s" % prefix)
 
 
 @case()
