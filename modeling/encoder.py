@@ -9,6 +9,9 @@ where the family uses them `input_mask`, `segment_ids`, `attention_mask`,
     embedding_output [batch, seq, hidden]  the first layer's input
     pooled_output    [batch, hidden]       only for families with a pooler
     attention_probs  list of [batch, heads, seq, seq], when asked for
+    attention_scores the same maps before the softmax (float32, masked keys
+                     -10000), with `output_attention_scores=True`, for the
+                     families that set `_SUPPORTS_ATTENTION_SCORES`
 
 Head masks (Michel et al. 2019): an optional `head_mask`, as a call argument
 or a `"head_mask"` entry of the features dict, `[num_layers, heads]` (or a
@@ -24,6 +27,7 @@ how to apply one layer.
 """
 
 import keras
+import tensorflow as tf
 
 from modeling.layers import padding_attention_mask
 from modeling.layers import truncated_normal_initializer
@@ -47,6 +51,7 @@ class EncoderBase(ConfigFields, keras.Model):
     _EXTRA_CONFIG_FIELDS = ("layer_norm_epsilon", "output_attention_probs")
     # Whether `_apply_layer` takes a `head_mask` keyword (one layer's mask).
     _SUPPORTS_HEAD_MASK = False
+    _SUPPORTS_ATTENTION_SCORES = False
 
     @property
     def embedding_table(self):
@@ -104,10 +109,13 @@ class EncoderBase(ConfigFields, keras.Model):
         training=None,
         output_attention_probs=None,
         head_mask=None,
+        output_attention_scores=False,
     ):
         input_ids, input_mask, segment_ids, attention_mask, position_ids = (
             self._unpack_inputs(inputs, input_mask, segment_ids)
         )
+        if output_attention_scores and not self._SUPPORTS_ATTENTION_SCORES:
+            raise ValueError(f"{type(self).__name__} does not return attention scores.")
         if head_mask is None and isinstance(inputs, dict):
             head_mask = inputs.get("head_mask")
         layer_head_masks = self._layer_head_masks(head_mask)
@@ -122,12 +130,15 @@ class EncoderBase(ConfigFields, keras.Model):
 
         hidden = embedding_output
         encoder_outputs, attention_probs = [], []
+        scores_kwargs = {"return_scores": True} if output_attention_scores else {}
         for index in range(self.num_hidden_layers):
             if layer_head_masks is None or layer_head_masks[index] is None:
-                hidden, probs = self._apply_layer(index, hidden, attention_mask, training)
+                hidden, probs = self._apply_layer(index, hidden, attention_mask, training,
+                                                  **scores_kwargs)
             else:
                 hidden, probs = self._apply_layer(index, hidden, attention_mask, training,
-                                                  head_mask=layer_head_masks[index])
+                                                  head_mask=layer_head_masks[index],
+                                                  **scores_kwargs)
             encoder_outputs.append(hidden)
             attention_probs.extend(probs)
 
@@ -139,6 +150,11 @@ class EncoderBase(ConfigFields, keras.Model):
         if getattr(self, "pooler", None) is not None:
             outputs["pooled_output"] = self.pooler(hidden[:, 0, :])
         outputs.update(extra_outputs)
+        if output_attention_scores:
+            outputs["attention_scores"] = attention_probs
+            if output_attention_probs:
+                attention_probs = [tf.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)
+                                   for scores in attention_probs]
         if output_attention_probs:
             outputs["attention_probs"] = attention_probs
         return outputs

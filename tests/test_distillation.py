@@ -131,6 +131,77 @@ def test_hidden_cosine_and_attention_losses_against_numpy_with_padding_masked():
                                per_query[real].mean(), rtol=1e-5)
 
 
+def test_encoders_return_the_pre_softmax_scores_tinybert_matches():
+    """`output_attention_scores`: q k^T / sqrt(d) of each layer's input through
+    that layer's own query/key kernels, -10000 on padded keys; their softmax
+    is the attention probabilities. ALBERT's shared layer too."""
+    features = _features()
+    encoder = _classifier(_config(initializer_range=0.5), "scores", 21).encoder
+    out = encoder(features, training=False, output_attention_scores=True,
+                  output_attention_probs=True)
+    plain = encoder(features, training=False, output_attention_probs=True)
+    mask = features["input_mask"].numpy()
+    inputs = [out["embedding_output"]] + out["encoder_outputs"][:-1]
+    for layer, (scores, x) in enumerate(zip(out["attention_scores"], inputs)):
+        attention = encoder.transformer_layers[layer].attention_sublayer.attention
+        q = attention.query(x).numpy().reshape(4, SEQ, 2, 16).transpose(0, 2, 1, 3)
+        k = attention.key(x).numpy().reshape(4, SEQ, 2, 16).transpose(0, 2, 1, 3)
+        expected = q @ k.transpose(0, 1, 3, 2) / 4.0 + (1 - mask[:, None, None, :]) * -10000.0
+        np.testing.assert_allclose(scores.numpy(), expected, rtol=1e-4, atol=1e-3)
+        np.testing.assert_allclose(out["attention_probs"][layer].numpy(),
+                                   plain["attention_probs"][layer].numpy(), atol=1e-6)
+        np.testing.assert_allclose(_softmax(expected), plain["attention_probs"][layer].numpy(),
+                                   atol=1e-5)
+    np.testing.assert_allclose(out["sequence_output"].numpy(),
+                               plain["sequence_output"].numpy(), atol=1e-6)
+    albert = registry.families.get("albert")
+    albert_encoder = albert.build_encoder(albert.config_class(
+        vocab_size=VOCAB, embedding_size=8, hidden_size=32, num_hidden_layers=2,
+        num_attention_heads=2, intermediate_size=64, max_position_embeddings=16))
+    a_out = albert_encoder(features, training=False, output_attention_scores=True,
+                           output_attention_probs=True)
+    assert len(a_out["attention_scores"]) == 2
+    np.testing.assert_allclose(_softmax(a_out["attention_scores"][1].numpy()),
+                               a_out["attention_probs"][1].numpy(), atol=1e-5)
+
+
+def test_attention_score_loss_is_the_authors_masked_mse():
+    rng = np.random.RandomState(5)
+    mask = np.array([[1, 1, 0], [1, 1, 1]], np.float32)
+    key_pad = (1 - mask[:, None, None, :]) * -10000.0
+    s = rng.randn(2, 2, 3, 3).astype(np.float32) * 3 + key_pad
+    t = rng.randn(2, 2, 3, 3).astype(np.float32) * 3 + key_pad
+    # The authors: scores <= -100 (masked keys) become 0 on both sides.
+    s0, t0 = np.where(s <= -1e2, 0, s), np.where(t <= -1e2, 0, t)
+    per_query = ((s0 - t0) ** 2).transpose(0, 2, 1, 3)  # [b, q, h, k]
+    got = losses.attention_score_mse(s, t, mask)[0].numpy()
+    np.testing.assert_allclose(got, per_query[mask.astype(bool)].mean(), rtol=1e-5)
+    assert got > 1.0  # scores, not probabilities: the -10000s add nothing
+
+
+def test_tinybert_matches_scores_by_default_and_probabilities_on_request():
+    features = _features()
+    config = _config(initializer_range=0.5)
+    teacher = _classifier(config, "teacher", 22)
+    student = _classifier(config, "student", 23)
+    s_out = student.encoder(features, output_attention_scores=True)
+    t_out = teacher.encoder(features, output_attention_scores=True)
+    mask = tf.cast(features["input_mask"], tf.float32)
+    results = {}
+    for attention in models.ATTENTION_TARGETS:
+        model = models.TinyBertDistiller(student, teacher, [(0, 0), (1, 1)],
+                                         stage="intermediate", attention=attention)
+        _, metrics = model.compute_loss_and_metrics(features, training=False)
+        total, count = metrics["attention_loss"]
+        results[attention] = float(total) / float(count)
+    expected = np.mean([float(losses.attention_score_mse(
+        s_out["attention_scores"][i], t_out["attention_scores"][i], mask)[0]) for i in (0, 1)])
+    np.testing.assert_allclose(results["scores"], expected, rtol=1e-4)
+    assert results["probs"] < 1.0 < results["scores"]
+    with pytest.raises(DistillationError, match="--tinybert_attention=logits: expected one of"):
+        models.TinyBertDistiller(student, teacher, [(0, 0)], attention="logits")
+
+
 def test_every_loss_is_zero_for_a_copied_student_and_positive_otherwise():
     features = _features()
     # Weights of std 0.5: peaked attention and large logits, so that moving a

@@ -236,3 +236,49 @@ def test_bad_settings_are_one_line_errors(task, tmp_path):
     with pytest.raises(DistillationError, match="no classifier head"):
         distillation_job.run(_job(root, teacher_checkpoints=[str(encoder_only.parent)],
                                   output_dir=str(tmp_path / "p")))
+
+
+def test_tinybert_general_distillation_on_unlabelled_text_then_the_task(task, tmp_path):
+    """TinyBERT's first stage: a random student learns a pre-trained teacher's
+    embeddings, attention scores and hidden states on masked-LM records (no
+    labels); the held-out layer-wise loss falls, and its export starts the
+    task stage."""
+    root, _ = task
+    rng = np.random.RandomState(2)
+    _write_mlm_records(tmp_path / "train.tfrecord", rng, 256)
+    _write_mlm_records(tmp_path / "dev.tfrecord", rng, 32)
+    config = _config(32, 2)
+    family = registry.families.get("bert")
+    teacher = BertPretrainer(family.build_encoder(config),
+                             [registry.objectives.get("masked_lm")(config, family)])
+    checkpoints.save_google_checkpoint(teacher, str(tmp_path / "teacher" / "bert_model.ckpt"))
+    common = dict(style="tinybert", stage="general",
+                  teacher_config_file=str(root / "teacher_config.json"),
+                  teacher_checkpoints=str(tmp_path / "teacher"),
+                  student_config_file=str(root / "student_config.json"), layer_map="0:1",
+                  input_file=str(tmp_path / "train.tfrecord"),
+                  eval_input_file=str(tmp_path / "dev.tfrecord"), max_seq_length=SEQ,
+                  max_predictions_per_seq=2, eval_batch_size=8, train_batch_size=16,
+                  learning_rate=5e-3, latency_runs=2, seed=3, log_steps=1000)
+    untrained = distillation_job.run(distillation_job.DistillationJob(
+        do_eval=True, output_dir=str(tmp_path / "untrained"), **common))
+    trained = distillation_job.run(distillation_job.DistillationJob(
+        do_train=True, do_eval=True, num_train_steps=60, output_dir=str(tmp_path / "general"),
+        **common))
+    assert "eval_soft_loss" not in trained.eval_results
+    for name in ("eval_embedding_loss", "eval_attention_loss", "eval_hidden_loss"):
+        assert trained.eval_results[name] < 0.7 * untrained.eval_results[name], name
+    assert all(row["accuracy"] is None for row in trained.table)
+    saved = json.loads((tmp_path / "general" / distillation_job.RESULTS_FILE).read_text())
+    assert saved["metric"] is None and saved["style"] == "tinybert"
+    # Task distillation starts from the general student's encoder.
+    task_run = distillation_job.run(_job(
+        root, style="tinybert", stage="intermediate", layer_map="0:1", do_train=False,
+        student_init_checkpoint=str(tmp_path / "general" / "student"),
+        output_dir=str(tmp_path / "task")))
+    general = tf.train.load_checkpoint(str(tmp_path / "general" / "student" / "bert_model.ckpt"))
+    task_student = tf.train.load_checkpoint(
+        str(tmp_path / "task" / "student" / "bert_model.ckpt"))
+    name = "bert/encoder/layer_0/attention/self/query/kernel"
+    np.testing.assert_array_equal(task_student.get_tensor(name), general.get_tensor(name))
+    assert task_run.eval_results["eval_hidden_loss"] > 0

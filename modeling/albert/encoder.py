@@ -173,6 +173,7 @@ class AlbertEncoder(EncoderBase):
         + EncoderBase._EXTRA_CONFIG_FIELDS
     # A layer's head mask applies to each of its inner blocks.
     _SUPPORTS_HEAD_MASK = True
+    _SUPPORTS_ATTENTION_SCORES = True
 
     def __init__(
         self,
@@ -381,13 +382,15 @@ class AlbertEncoder(EncoderBase):
             hidden = self.embedding_projection(factorized)
         return hidden, {"factorized_embedding_output": factorized}
 
-    def _apply_layer(self, index, hidden, attention_mask, training, head_mask=None):
+    def _apply_layer(self, index, hidden, attention_mask, training, head_mask=None,
+                     return_scores=False):
         probs = []
         for inner_index in range(self.inner_group_num):
             a, f = self.sublayer_indices(index, inner_index)
             hidden, block_probs = self.attention_sublayers[a](
                 hidden, attention_mask=attention_mask, training=training,
-                **({} if head_mask is None else {"head_mask": head_mask}))
+                **({} if head_mask is None else {"head_mask": head_mask}),
+                **({"return_scores": True} if return_scores else {}))
             hidden = self.ffn_sublayers[f](hidden, training=training)
             probs.append(block_probs)
         return hidden, probs

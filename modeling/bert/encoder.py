@@ -112,6 +112,7 @@ class BertEncoder(EncoderBase):
 
     _CONFIG_FIELDS = _CONFIG_FIELDS
     _SUPPORTS_HEAD_MASK = True
+    _SUPPORTS_ATTENTION_SCORES = True
 
     def __init__(
         self,
@@ -222,9 +223,11 @@ class BertEncoder(EncoderBase):
         )
         return embedding_output, {}
 
-    def _apply_layer(self, index, hidden, attention_mask, training, head_mask=None):
+    def _apply_layer(self, index, hidden, attention_mask, training, head_mask=None,
+                     return_scores=False):
         hidden, probs = self.transformer_layers[index](
             hidden, attention_mask=attention_mask, training=training,
             **({} if head_mask is None else {"head_mask": head_mask}),
+            **({"return_scores": True} if return_scores else {}),
         )
         return hidden, [probs]

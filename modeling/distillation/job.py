@@ -163,8 +163,13 @@ class DistillationJob(settings.TrainerSettings):
         None, "tinybert: student:teacher layer pairs, 0-based (\"0:2,1:5\"); default "
         "uniform, student s -> teacher (s+1)N/M-1.")
     stage: str = option(
-        "both", "tinybert: layer-wise losses, the prediction-layer soft loss, or both.",
-        choices=("intermediate", "prediction", "both"))
+        "both", "tinybert: layer-wise losses, the prediction-layer soft loss, or both (task "
+        "distillation); general: the layer-wise losses on unlabelled --input_file masked-LM "
+        "records from a pre-trained teacher (TinyBERT's general distillation).",
+        choices=models.STAGES)
+    tinybert_attention: str = option(
+        "scores", "tinybert: match the attention scores before the softmax (the paper's) or "
+        "the probabilities.", choices=models.ATTENTION_TARGETS)
     latency_runs: int = option(5, "Timed forward passes per model (after warm-up).")
     seed: Optional[int] = option(None, "Random seed for weights, dropout and input shuffling.")
 
@@ -377,6 +382,8 @@ def _measure(name, model, forward, correct_fn, eval_input_fn, latency_runs, para
         if first is None:
             first = features
         outputs = step(features)
+        if correct_fn is None:  # no metric: one batch for the latency
+            break
         c, n = correct_fn(outputs, features)
         right += float(c)
         total += float(n)
@@ -390,7 +397,8 @@ def _measure(name, model, forward, correct_fn, eval_input_fn, latency_runs, para
             timings.append((time.perf_counter() - start) * 1000.0)
     return {"model": name, "parameters": params,
             "latency_ms": float(np.mean(timings)) if timings else float("nan"),
-            "accuracy": right / total if total else float("nan"), "examples": int(total)}
+            "accuracy": (None if correct_fn is None else right / total if total
+                         else float("nan")), "examples": int(total)}
 
 
 def _classification_correct(logits, features):
@@ -412,8 +420,9 @@ def format_table(rows, metric):
     """The teacher vs student table as text."""
     lines = ["%-18s %12s %14s %10s" % ("model", "parameters", "ms/batch", metric)]
     for row in rows:
-        lines.append("%-18s %12d %14.2f %10.4f" % (row["model"], row["parameters"],
-                                                  row["latency_ms"], row["accuracy"]))
+        accuracy = "-" if row["accuracy"] is None else "%.4f" % row["accuracy"]
+        lines.append("%-18s %12d %14.2f %10s" % (row["model"], row["parameters"],
+                                                row["latency_ms"], accuracy))
     return "\n".join(lines)
 
 
@@ -435,7 +444,10 @@ class DistillationRunner(job_lib.JobRunner):
         super().__init__(job)
         self.table = []
         self.student_checkpoint = None
-        self.mlm = job.style == "distilbert"
+        # Masked-LM records in, a masked-LM student out: DistilBERT, and
+        # TinyBERT's general distillation (unlabelled text, no task head).
+        self.general = job.style == "tinybert" and job.stage == "general"
+        self.mlm = job.style == "distilbert" or self.general
 
     # ----- checks (nothing written yet) ----------------------------------------------------
 
@@ -670,10 +682,15 @@ class DistillationRunner(job_lib.JobRunner):
             student = _mlm_model(self.student_config, family, "student")
             teacher = _mlm_model(self.teacher_configs[0], family, "teacher")
             checkpoints.init_from_checkpoint(teacher, self.teacher_paths[0])
-            model = models.MaskedLMDistiller(
-                student, teacher, temperature=job.temperature,
-                soft_weight=job.soft_loss_weight, mlm_weight=job.mlm_loss_weight,
-                cos_weight=job.cos_loss_weight)
+            if self.general:
+                model = models.TinyBertDistiller(student, teacher, self.layer_map,
+                                                 stage="general",
+                                                 attention=job.tinybert_attention)
+            else:
+                model = models.MaskedLMDistiller(
+                    student, teacher, temperature=job.temperature,
+                    soft_weight=job.soft_loss_weight, mlm_weight=job.mlm_loss_weight,
+                    cos_weight=job.cos_loss_weight)
             self.teachers = [teacher]
         else:
             num_labels = len(self.label_list)
@@ -685,7 +702,8 @@ class DistillationRunner(job_lib.JobRunner):
                 self.teachers.append(teacher)
             if job.style == "tinybert":
                 model = models.TinyBertDistiller(student, self.teachers[0], self.layer_map or [],
-                                                 stage=job.stage, temperature=job.temperature)
+                                                 stage=job.stage, temperature=job.temperature,
+                                                 attention=job.tinybert_attention)
             else:
                 model = models.ClassifierDistiller(student, self.teachers,
                                                    temperature=job.temperature, alpha=job.alpha)
@@ -701,6 +719,9 @@ class DistillationRunner(job_lib.JobRunner):
             else:
                 load_classifier(model.student, path, require_head=False)
             logging.info("Student initialised from %s", path)
+        elif self.general:
+            logging.info("TinyBERT general distillation: the student starts from random "
+                         "weights, as in the paper.")
         elif self.mlm:
             copied = students.copy_every_other_layer(model.teacher.encoder,
                                                      model.student.encoder)
@@ -729,10 +750,14 @@ class DistillationRunner(job_lib.JobRunner):
             trainer_lib.write_eval_results(results, os.path.join(job.output_dir,
                                                                  "eval_results.txt"))
         self.table = self._comparison(eval_input_fn)
-        print(format_table(self.table, "mlm_acc" if self.mlm else "accuracy"))
+        # General distillation trains no head: the held-out layer-wise losses
+        # (eval_results.txt) are its measure, the table has no accuracy.
+        metric = (None if self.general else "masked_lm_accuracy" if self.mlm else "accuracy")
+        print(format_table(self.table, {None: "-", "masked_lm_accuracy": "mlm_acc"}.get(
+            metric, metric)))
         if trainer.is_chief:
             atomic.write_text(os.path.join(job.output_dir, RESULTS_FILE), json.dumps({
-                "style": job.style, "metric": "masked_lm_accuracy" if self.mlm else "accuracy",
+                "style": job.style, "metric": metric,
                 "eval_batch_size": job.eval_batch_size, "latency_runs": job.latency_runs,
                 "rows": self.table}, indent=2) + "\n")
         return results
@@ -744,7 +769,7 @@ class DistillationRunner(job_lib.JobRunner):
                 encoded = model.encoder(features, training=False)
                 return model.get_objective("masked_lm")(encoded, features)["outputs"][
                     "masked_lm_logits"]
-            correct = _mlm_correct
+            correct = None if self.general else _mlm_correct
         else:
             def forward(model, features):
                 return model(features, training=False)["logits"]

@@ -19,10 +19,14 @@ takes an optional mask so padding never counts:
     hidden_mse(student_hidden, teacher_hidden, mask)
         mean over real tokens and units of (h_s - h_t)^2 (TinyBERT's
         embedding and hidden-state losses, after the student's projection).
+    attention_score_mse(student_scores, teacher_scores, mask)
+        TinyBERT's attention loss: the same mean of squared differences of
+        the attention scores before the softmax, masked keys (-10000) set
+        to 0 on both sides as in the authors' `task_distill.py`.
     attention_mse(student_probs, teacher_probs, mask)
         mean over heads, real query tokens and keys of the squared
-        difference of the attention probabilities (TinyBERT's attention
-        loss; see `attention_mse` for why probabilities, not scores).
+        difference of the attention probabilities (the form TextBrewer's
+        `att_mse` offers; `--tinybert_attention=probs`).
 
 The temperature-scaled soft loss of Hinton et al. is multiplied by T^2 by
 the caller (so its gradients keep their size as T changes).
@@ -32,6 +36,7 @@ import tensorflow as tf
 
 __all__ = [
     "attention_mse",
+    "attention_score_mse",
     "cosine_embedding_loss",
     "hidden_mse",
     "soft_cross_entropy",
@@ -135,11 +140,9 @@ def hidden_mse(student_hidden, teacher_hidden, mask=None):
 def attention_mse(student_probs, teacher_probs, mask=None):
     """Mean squared difference of attention maps over heads, real queries and keys.
 
-    TinyBERT matches the attention scores before the softmax; the encoders
-    here return the probabilities (after the softmax, before dropout), and
-    those are what is matched (as TextBrewer's `att_mse` on probabilities):
-    they are bounded, and padded keys have probability 0 on both sides, so
-    only padded queries need the mask.
+    On probabilities (after the softmax, before dropout) padded keys are 0
+    on both sides, so only padded queries need the mask. TinyBERT itself
+    matches the scores before the softmax: `attention_score_mse`.
 
     Args:
         student_probs, teacher_probs: `[batch, heads, seq, seq]` with the
@@ -155,3 +158,28 @@ def attention_mse(student_probs, teacher_probs, mask=None):
     size = tf.cast(tf.shape(diff)[1] * tf.shape(diff)[3], tf.float32)
     mean, (total, count) = _weighted_mean(per_query, mask)
     return tf.math.divide_no_nan(mean, size), (total, count * size)
+
+
+def attention_score_mse(student_scores, teacher_scores, mask=None):
+    """TinyBERT's attention loss: MSE of the scores before the softmax.
+
+    Scores of masked keys carry the -10000 of the additive mask; as in the
+    authors' code (`torch.where(att <= -1e2, 0, att)`) they are set to 0 on
+    both sides, so they add nothing, and padded queries are left out by
+    `mask`. The mean is over heads, real queries and all keys, as
+    `attention_mse`'s.
+
+    Args:
+        student_scores, teacher_scores: `[batch, heads, seq, seq]` float
+            scores (`output_attention_scores=True` of the encoders).
+        mask: `[batch, seq]` 1 for real tokens (queries); default all.
+    """
+    def clean(scores):
+        scores = _f32(scores)
+        return tf.where(scores <= _MASKED_SCORE, tf.zeros_like(scores), scores)
+
+    return attention_mse(clean(student_scores), clean(teacher_scores), mask)
+
+
+# Below this a score is a masked key's (the additive mask is -10000).
+_MASKED_SCORE = -1e2

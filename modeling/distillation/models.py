@@ -40,9 +40,14 @@ from modeling.distillation import losses
 from modeling.distillation.students import DistillationError
 
 __all__ = ["ClassifierDistiller", "MaskedLMDistiller", "TinyBertDistiller",
-           "classifier_logits", "STAGES"]
+           "classifier_logits", "ATTENTION_TARGETS", "STAGES"]
 
-STAGES = ("intermediate", "prediction", "both")
+STAGES = ("intermediate", "prediction", "both", "general")
+# "general": TinyBERT's general distillation, the layer-wise losses on
+# unlabelled text between pre-trained (masked-LM) models, no task head.
+# What TinyBERT's attention loss compares: the scores before the softmax
+# (the paper and its code) or the probabilities.
+ATTENTION_TARGETS = ("scores", "probs")
 
 
 def _stat(total, count):
@@ -247,7 +252,7 @@ class TinyBertDistiller(keras.Model):
     """TinyBERT-style layer-wise and prediction-layer distillation.
 
     intermediate = MSE(E_s W, E_t)                                  embeddings
-                   + sum_{(s, t) in layer_map} [ MSE(A_s, A_t)      attention maps
+                   + sum_{(s, t) in layer_map} [ MSE(A_s, A_t)      attention scores
                                                  + MSE(H_s W, H_t) ] hidden states
     prediction   = KL(softmax(z_t / T) || softmax(z_s / T))        task logits
     loss         = intermediate, prediction, or their sum (`stage` "both")
@@ -255,26 +260,37 @@ class TinyBertDistiller(keras.Model):
     W is one learned projection (a dense layer with bias, TinyBERT's
     `fit_dense`) shared by the embeddings and every hidden state, present
     only when the student is narrower than the teacher (`projection`); with
-    equal widths the states are compared directly. Attention maps are
-    compared head by head, so the student needs the teacher's number of
+    equal widths the states are compared directly. A are the attention
+    scores before the softmax, as in the paper and its code (`attention`
+    "scores"; "probs" compares the probabilities instead), compared head
+    by head, so the student needs the teacher's number of
     heads. Padding is masked out of every term.
 
     Args:
         student, teacher: `BertClassifier`s (the teacher fine-tuned; frozen).
         layer_map: `[(student_layer, teacher_layer), ...]`, 0-based
             (`students.parse_layer_map`).
-        stage: "intermediate", "prediction" or "both".
+        stage: "intermediate", "prediction" or "both" (task distillation:
+            student and teacher `BertClassifier`s), or "general" (TinyBERT's
+            general distillation: the intermediate losses on unlabelled
+            text, student and teacher any models with an `encoder`, e.g.
+            masked-LM pretrainers; the teacher a pre-trained BERT).
         temperature: T of the prediction-layer loss (TinyBERT: 1).
 
     Metrics: loss, accuracy (student), and per stage embedding_loss,
     attention_loss, hidden_loss (sums over the mapped layers) and soft_loss.
     """
 
-    def __init__(self, student, teacher, layer_map, stage="both", temperature=1.0, **kwargs):
+    def __init__(self, student, teacher, layer_map, stage="both", temperature=1.0,
+                 attention="scores", **kwargs):
         kwargs.setdefault("name", "tinybert_distiller")
         super().__init__(**kwargs)
         if stage not in STAGES:
             raise DistillationError("--stage=%s: expected one of %s" % (stage, ", ".join(STAGES)))
+        if attention not in ATTENTION_TARGETS:
+            raise DistillationError("--tinybert_attention=%s: expected one of %s"
+                                    % (attention, ", ".join(ATTENTION_TARGETS)))
+        self.attention = attention
         if not temperature > 0:
             raise DistillationError("--temperature must be positive, got %r" % (temperature,))
         s_enc, t_enc = student.encoder, teacher.encoder
@@ -284,7 +300,7 @@ class TinyBertDistiller(keras.Model):
                 "the teacher %d; give the student num_attention_heads=%d"
                 % (s_enc.num_attention_heads, t_enc.num_attention_heads,
                    t_enc.num_attention_heads))
-        if student.num_labels != teacher.num_labels:
+        if stage != "general" and student.num_labels != teacher.num_labels:
             raise DistillationError("the teacher has %d labels but the student has %d"
                                     % (teacher.num_labels, student.num_labels))
         for s, t in layer_map:
@@ -321,15 +337,23 @@ class TinyBertDistiller(keras.Model):
 
     def compute_loss_and_metrics(self, features, training=None):
         need_layers = self.stage != "prediction"
+        scores = need_layers and self.attention == "scores"
+        maps = "attention_scores" if scores else "attention_probs"
         s_out = self.student.encoder(features, training=training,
-                                     output_attention_probs=need_layers)
+                                     output_attention_probs=need_layers and not scores,
+                                     output_attention_scores=scores)
         t_out = self.teacher.encoder(features, training=False,
-                                     output_attention_probs=need_layers)
-        logits = classifier_logits(self.student, s_out["pooled_output"], training)
-        real, hard_weights = _example_weights(features, tf.shape(logits)[0])
+                                     output_attention_probs=need_layers and not scores,
+                                     output_attention_scores=scores)
+        attention_loss = losses.attention_score_mse if scores else losses.attention_mse
         metrics = {}
-        if "label_ids" in features:
-            _hard_loss_and_accuracy(logits, features, hard_weights, metrics)
+        if self.stage == "general":  # unlabelled text: no head, every sequence real
+            real = tf.ones([tf.shape(s_out["sequence_output"])[0]], tf.float32)
+        else:
+            logits = classifier_logits(self.student, s_out["pooled_output"], training)
+            real, hard_weights = _example_weights(features, tf.shape(logits)[0])
+            if "label_ids" in features:
+                _hard_loss_and_accuracy(logits, features, hard_weights, metrics)
         mask = features.get("input_mask")
         if mask is not None:
             mask = tf.cast(mask, tf.float32) * real[:, None]
@@ -341,9 +365,8 @@ class TinyBertDistiller(keras.Model):
             att_total = hid_total = tf.constant(0.0)
             att_stats, hid_stats = [], []
             for s, t in self.layer_map:
-                att, att_stat = losses.attention_mse(
-                    s_out["attention_probs"][s], tf.stop_gradient(t_out["attention_probs"][t]),
-                    mask)
+                att, att_stat = attention_loss(
+                    s_out[maps][s], tf.stop_gradient(t_out[maps][t]), mask)
                 hid, hid_stat = losses.hidden_mse(
                     self._project(s_out["encoder_outputs"][s]),
                     tf.stop_gradient(t_out["encoder_outputs"][t]), mask)

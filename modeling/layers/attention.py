@@ -55,6 +55,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         `(output [batch, seq, hidden], probs [batch, heads, seq_q, seq_k])`;
         `probs` are the softmax before dropout (what probing analyses want).
         With `return_cache=True`, `(output, probs, (key, value))`.
+        `return_scores=True` returns instead of `probs` the float32 scores
+        before the softmax (scaled dot products, masked keys with -10000
+        added, `attention_bias` included), what TinyBERT distils.
     """
 
     def __init__(
@@ -123,6 +126,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     def call(
         self, hidden_states, attention_mask=None, attention_bias=None, training=None,
         cache=None, return_cache=False, key_value_states=None, head_mask=None,
+        return_scores=False,
     ):
         batch_size = tf.shape(hidden_states)[0]
         if self.num_attention_heads == 0:
@@ -163,9 +167,11 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         context = tf.matmul(dropped, value)  # [batch, heads, seq, head_size]
         context = tf.transpose(context, [0, 2, 1, 3])
         context = tf.reshape(context, [batch_size, -1, self.all_head_size])
+        # TinyBERT matches the scores before the softmax (masked keys -10000).
+        maps = scores if return_scores else probs
         if return_cache:
-            return self.output_dense(context), probs, (key, value)
-        return self.output_dense(context), probs
+            return self.output_dense(context), maps, (key, value)
+        return self.output_dense(context), maps
 
     def _no_heads(self, hidden_states, key_value_states, return_cache):
         """A layer whose heads were all pruned: the output bias, no probabilities."""

@@ -97,6 +97,7 @@ class AttentionSublayer(keras.layers.Layer):
     def call(
         self, hidden_states, attention_mask=None, attention_bias=None, training=None,
         cache=None, return_cache=False, key_value_states=None, head_mask=None,
+        return_scores=False,
     ):
         inputs = self.layer_norm(hidden_states) if self.norm_first else hidden_states
         outputs = self.attention(
@@ -108,6 +109,7 @@ class AttentionSublayer(keras.layers.Layer):
             return_cache=return_cache,
             key_value_states=key_value_states,
             **({} if head_mask is None else {"head_mask": head_mask}),
+            **({"return_scores": True} if return_scores else {}),
         )
         output = self.dropout(outputs[0], training=training)
         output = output + hidden_states
@@ -306,7 +308,7 @@ class TransformerBlock(keras.layers.Layer):
 
     def call(
         self, hidden_states, attention_mask=None, attention_bias=None, training=None,
-        cache=None, return_cache=False, head_mask=None,
+        cache=None, return_cache=False, head_mask=None, return_scores=False,
     ):
         outputs = self.attention_sublayer(
             hidden_states,
@@ -316,6 +318,7 @@ class TransformerBlock(keras.layers.Layer):
             cache=cache,
             return_cache=return_cache,
             **({} if head_mask is None else {"head_mask": head_mask}),
+            **({"return_scores": True} if return_scores else {}),
         )
         return (self.ffn_sublayer(outputs[0], training=training),) + tuple(outputs[1:])
 
