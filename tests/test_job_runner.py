@@ -163,3 +163,16 @@ def test_an_output_dir_that_holds_the_init_checkpoint_is_refused_first(tmp_path)
         runner = _Runner(_Job(output_dir=str(output_dir), init_checkpoint=prefix,
                               do_train=True))
         assert runner.run() == "result"
+
+
+def test_an_evaluation_may_read_its_own_finished_runs_checkpoint(tmp_path):
+    """Google's `--do_predict --init_checkpoint=$OUT/model.ckpt-N --output_dir=$OUT`:
+    a run that does not train writes beside the checkpoint it evaluates."""
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    module = tf.Module()
+    module.v = tf.Variable([1.0])
+    prefix = tf.train.CheckpointManager(tf.train.Checkpoint(model=module), str(tmp_path),
+                                        1).save(checkpoint_number=3)
+    runner = _Runner(_Job(output_dir=str(tmp_path), init_checkpoint=prefix, do_train=False,
+                          do_eval=True))
+    assert runner.run() == "result"

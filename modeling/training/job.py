@@ -272,8 +272,14 @@ class JobRunner:
         A run there would take that checkpoint for its own: resume it instead
         of starting from it (with fewer steps: train nothing and report it),
         rotate it away, and replace the records, labels and config beside it.
+        A run that does not train (`--do_train` false: evaluation or
+        prediction with a finished run's checkpoint, Google's
+        `--init_checkpoint=$OUTPUT_DIR/model.ckpt-N --output_dir=$OUTPUT_DIR`)
+        may use the checkpoint's folder.
         """
         from data import atomic  # pylint: disable=import-outside-toplevel
+        if not getattr(self.job, "do_train", True):
+            return
         try:
             atomic.check_outputs([], self.checkpoint_inputs(),
                                  [("--output_dir", getattr(self.job, "output_dir", None))])
