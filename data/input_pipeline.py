@@ -19,6 +19,8 @@ service's workers, and the trainer only receives finished batches.
 
 import dataclasses
 import re
+import socket
+import time
 from typing import Optional
 
 from absl import logging
@@ -282,10 +284,51 @@ class DataServiceServerSettings:
     work_dir: Optional[str] = option(
         None, "dispatcher: journal directory, so that a restarted dispatcher "
         "recovers its jobs.")
+    dispatcher_wait_seconds: float = option(
+        60.0, "worker: how long to wait for the dispatcher to accept connections before "
+        "giving up with an error.", lower_bound=0)
+
+
+def _check_port_free(port):
+    """`--port` is free on this machine (0 always is), else a one-line error."""
+    if not port:
+        return
+    probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        probe.bind(("", port))
+    except OSError as e:
+        raise ValueError("--port=%d: already in use on this machine (%s); stop what listens "
+                         "there or choose another port (0: any free one)"
+                         % (port, e.strerror or e)) from None
+    finally:
+        probe.close()
+
+
+def _wait_for_dispatcher(address, seconds):
+    """Waits until something accepts TCP connections at `address` (grpc://HOST:PORT).
+
+    A tf.data worker whose dispatcher is not there blocks in TensorFlow's C++
+    registration loop, prints nothing and does not end on SIGTERM; checking
+    first turns that into a message.
+    """
+    host, port = address.split("://", 1)[1].rsplit(":", 1)
+    deadline = time.monotonic() + max(0.0, seconds)
+    while True:
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=2.0).close()
+            return
+        except OSError as e:
+            if time.monotonic() >= deadline:
+                raise ValueError(
+                    "--dispatcher_address=%s: no dispatcher accepts connections there (%s, "
+                    "waited %gs, --dispatcher_wait_seconds); start run/data_service.py "
+                    "--role=dispatcher first, or check the host and port"
+                    % (address, e.strerror or e, seconds)) from None
+            time.sleep(0.5)
 
 
 def start_data_service_server(role, port=0, dispatcher_address=None, worker_address=None,
-                              work_dir=None):
+                              work_dir=None, dispatcher_wait_seconds=60.0):
     """Starts a tf.data service dispatcher or worker in this process.
 
     Args:
@@ -297,6 +340,8 @@ def start_data_service_server(role, port=0, dispatcher_address=None, worker_addr
         localhost:%port%, only serves trainers on the same machine.
       work_dir: the dispatcher's journal directory: with it, a restarted
         dispatcher recovers its jobs (fault-tolerant mode).
+      dispatcher_wait_seconds: how long a worker waits for its dispatcher
+        to accept connections (then a one-line ValueError).
 
     Returns:
       the started `DispatchServer` / `WorkerServer` (its ``target`` /
@@ -309,6 +354,7 @@ def start_data_service_server(role, port=0, dispatcher_address=None, worker_addr
         if dispatcher_address or worker_address:
             raise ValueError("--dispatcher_address and --worker_address are worker "
                              "settings; a dispatcher takes --port and --work_dir")
+        _check_port_free(port)
         return service.DispatchServer(service.DispatcherConfig(
             port=port, work_dir=work_dir, fault_tolerant_mode=bool(work_dir)))
     if role != "worker":
@@ -331,6 +377,8 @@ def start_data_service_server(role, port=0, dispatcher_address=None, worker_addr
     except ImportError:  # pragma: no cover - tensorflow_text is a requirement
         logging.warning("tensorflow_text is not installed: datasets that use its ops "
                         "cannot run on this worker")
+    _check_port_free(port)
+    _wait_for_dispatcher(dispatcher_address, dispatcher_wait_seconds)
     return service.WorkerServer(service.WorkerConfig(
         dispatcher_address=dispatcher_address.split("://", 1)[1], port=port,
         worker_address=worker_address))

@@ -31,7 +31,8 @@ def main(_):
     settings = common_flags.job_from_flags(input_pipeline.DataServiceServerSettings)
     server = input_pipeline.start_data_service_server(
         settings.role, port=settings.port, dispatcher_address=settings.dispatcher_address,
-        worker_address=settings.worker_address, work_dir=settings.work_dir)
+        worker_address=settings.worker_address, work_dir=settings.work_dir,
+        dispatcher_wait_seconds=settings.dispatcher_wait_seconds)
     if settings.role == "dispatcher":
         where = server.target
     else:

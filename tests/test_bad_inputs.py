@@ -1014,6 +1014,33 @@ def probe_cloze_every_answer_is_unk(ctx):
     assert not os.path.exists(ctx.path("out"))
 
 
+def _free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("", 0))
+        return probe.getsockname()[1]
+
+
+@case()
+def data_service_dispatcher_on_a_port_in_use(ctx):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
+        busy.bind(("", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        result = run_script("data_service", ["--role=dispatcher", "--port=%d" % port])
+    assert_error(result, "data_service", "--port=%d" % port, "already in use")
+
+
+@case()
+def data_service_worker_whose_dispatcher_is_not_there(ctx):
+    address = "grpc://localhost:%d" % _free_port()  # nothing listens there
+    start = time.monotonic()
+    result = run_script("data_service", ["--role=worker", "--dispatcher_address=%s" % address,
+                                         "--dispatcher_wait_seconds=2"], timeout=60)
+    assert_error(result, "data_service", "--dispatcher_address=%s" % address,
+                 "no dispatcher accepts connections", "--dispatcher_wait_seconds")
+    assert time.monotonic() - start < 50  # an answer, not a hang
+
+
 @case()
 def create_vocab_negative_num_unused(ctx):
     _create_vocab_flag_refusal(ctx, "--num_unused=-3", status=2)  # absl's lower bound
