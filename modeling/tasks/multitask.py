@@ -4,7 +4,11 @@ Liu et al. (2019), "Multi-Task Deep Neural Networks for Natural Language
 Understanding": the lower layers (here a registered encoder family, BERT or
 ALBERT) are shared by every task, and each task has its own output layer:
 
-    classification  dense on the pooled output, softmax over num_labels
+    classification  the stochastic answer network over the pair's premise and
+                    hypothesis (``"classifier": "san"``, `modeling.tasks.san`:
+                    MT-DNN's output layer of pairwise classification), or a
+                    dense layer on the pooled output (``"classifier":
+                    "dense"``, the default here); softmax over num_labels
     regression      dense on the pooled output, one score, squared error
     ranking         dense on the pooled output, one score per (query,
                     candidate) row; softmax over each query's C candidates
@@ -15,19 +19,25 @@ ALBERT) are shared by every task, and each task has its own output layer:
     tagging         dense on the sequence output: per-token softmax over the
                     tags, on the first word piece of each word (label_mask)
 
-Each head mirrors the single-task model's layout and loss
+Each dense head mirrors the single-task model's layout and loss
 (`classification.BertClassifier` and `task_loss_and_metrics`,
 `tagging.BertTagger` without CRF, `span_qa.BertSpanQA`): `output_weights`
 ``[outputs, hidden]`` and `output_bias`, dropout of the config's
 `hidden_dropout_prob` on the pooled (classification, regression, ranking)
 or sequence output (tagging), none for span QA. So a task's loss here equals
-the single-task model's loss on the same batch with the same weights.
+the single-task model's loss on the same batch with the same weights. A SAN
+head reads the undropped sequence output (its own dropout inside, at the
+same rate) and gives ``logits`` = log of its averaged step probabilities,
+so the same cross-entropy is -log P(gold). Every head lives under the
+layer name ``head_<task>`` (a SAN's variables are listed in
+`modeling.tasks.san`).
 
 Batches carry the union of all tasks' features plus ``task_id`` per row
 (`data.multitask`). Why masks and not `tf.switch_case` over the task: the
 encoder runs once on the batch, then EVERY head computes its outputs on it
-(cheap next to the encoder: one dense layer each) and its loss with every
-row weighted by ``(task_id == t) * is_real_example``. A row of task A thus
+(cheap next to the encoder: one dense layer each, a SAN K small attention
+and GRU steps; a SAN stays finite on rows without a hypothesis) and its loss
+with every row weighted by ``(task_id == t) * is_real_example``. A row of task A thus
 contributes exactly zero to task B's loss and gradient; there is no control
 flow in the step (XLA compiles it, and the step stays one fixed graph);
 replicas of a distributed step may each draw a different task; and a batch
@@ -58,8 +68,9 @@ from modeling import registry
 from modeling.layers.encoder_models import EncoderModel
 from modeling.layers.encoder_models import add_output_weights
 from modeling.tasks import classification as classifier_lib
+from modeling.tasks import san as san_lib
 
-__all__ = ["MultiTaskModel", "TaskHead", "HEADS", "ranking_loss"]
+__all__ = ["MultiTaskModel", "TaskHead", "HEADS", "CLASSIFIERS", "ranking_loss"]
 
 CLASSIFICATION = "classification"
 REGRESSION = "regression"
@@ -67,6 +78,9 @@ RANKING = "ranking"
 SPAN_QA = "span_qa"
 TAGGING = "tagging"
 HEADS = (CLASSIFICATION, REGRESSION, RANKING, SPAN_QA, TAGGING)
+SAN = "san"
+DENSE = "dense"
+CLASSIFIERS = (SAN, DENSE)  # a classification task's output layer
 _POOLED = (CLASSIFICATION, REGRESSION, RANKING)
 ENCODER_INPUTS = ("input_ids", "input_mask", "segment_ids")
 
@@ -139,7 +153,9 @@ class MultiTaskModel(EncoderModel, keras.Model):
       encoder: a registered family's encoder (pooled and sequence outputs).
       tasks: list of dicts ``{"name", "head", "num_labels" (classification,
         tagging), "num_choices" (ranking), "weight" (default 1)}``, in
-        task-id order.
+        task-id order; a classification task's ``"classifier"`` is "san" or
+        "dense" (the default), a SAN's ``"san_steps"`` (K, default 5) and
+        ``"san_step_dropout"`` (default 0.1) its settings.
       dropout_rate, initializer_range: default the encoder's.
     """
 
@@ -163,14 +179,32 @@ class MultiTaskModel(EncoderModel, keras.Model):
             task.setdefault("weight", 1.0)
             task["weight"] = float(task["weight"])
             self.tasks.append(task)
-            heads.append(TaskHead(_num_outputs(task["head"], task.get("num_labels")),
-                                  encoder.hidden_size, self.initializer_range,
-                                  name="head_%s" % task["name"]))
+            heads.append(self._head(task, encoder.hidden_size))
         self.heads = heads
         self.pooled_dropout = keras.layers.Dropout(self.dropout_rate, name="pooled_dropout")
         self.sequence_dropout = keras.layers.Dropout(self.dropout_rate,
                                                      name="sequence_dropout")
         self.build()
+
+    def _head(self, task, hidden_size):
+        """The task's output layer, ``head_<task>``: a `TaskHead`, or a SAN."""
+        name, kind = "head_%s" % task["name"], task["head"]
+        classifier = task.get("classifier")
+        if classifier is not None and kind != CLASSIFICATION:
+            raise ValueError("task %r: \"classifier\" is a setting of classification tasks, "
+                             "not of a %s task" % (task["name"], kind))
+        if classifier not in (None,) + CLASSIFIERS:
+            raise ValueError("task %r: classifier must be one of %s, not %r"
+                             % (task["name"], ", ".join(CLASSIFIERS), classifier))
+        if classifier == SAN:
+            return san_lib.StochasticAnswerNetwork(
+                _num_outputs(kind, task.get("num_labels")), hidden_size,
+                num_steps=task.get("san_steps", san_lib.DEFAULT_STEPS),
+                step_dropout=task.get("san_step_dropout", san_lib.DEFAULT_STEP_DROPOUT),
+                dropout_rate=self.dropout_rate, initializer_range=self.initializer_range,
+                name=name)
+        return TaskHead(_num_outputs(kind, task.get("num_labels")), hidden_size,
+                        self.initializer_range, name=name)
 
     @classmethod
     def from_config_object(cls, bert_config, tasks, family=registry.DEFAULT_FAMILY,
@@ -192,7 +226,12 @@ class MultiTaskModel(EncoderModel, keras.Model):
         outputs = {}
         for task, head in zip(self.tasks, self.heads):
             name, kind = task["name"], task["head"]
-            if kind in _POOLED:
+            if isinstance(head, san_lib.StochasticAnswerNetwork):
+                probabilities = head(sequence, features["input_mask"], features["segment_ids"],
+                                     training=training)["probabilities"]
+                outputs[name + "/logits"] = head.logits_of(probabilities)
+                outputs[name + "/probabilities"] = probabilities
+            elif kind in _POOLED:
                 logits = head(pooled)
                 if kind == CLASSIFICATION:
                     outputs[name + "/logits"] = logits
