@@ -104,6 +104,29 @@ def test_a_recipe_sets_its_demo_models_config_values(tmp_path):
         recipes.load_recipe(str(path)).demo_config(vocab_size=50)
 
 
+def test_a_recipe_passes_its_objective_options_to_the_objectives(tmp_path):
+    from modeling.ulmfit import AwdLstmConfig  # pylint: disable=import-outside-toplevel
+    config = AwdLstmConfig(vocab_size=20, embedding_size=4, hidden_size=6)
+    ulmfit = recipes.load_recipe("ulmfit")
+    assert ulmfit.objective_options == {"word_lm": {"alpha": 2, "beta": 1}}
+    objective = ulmfit.build_model(config).get_objective("word_lm")
+    assert (objective.alpha, objective.beta) == (2.0, 1.0)
+    raw = {"name": "mine", "encoder": "ulmfit", "objectives": ["word_lm"], "pipeline": "elmo",
+           "data": {}, "objective_options": {"word_lm": {"alpha": 0.5}}}
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(raw))
+    objective = recipes.load_recipe(str(path)).build_model(config).get_objective("word_lm")
+    assert (objective.alpha, objective.beta) == (0.5, 0.0)
+    for options, message in (({"word_lm": {"gamma": 1}},
+                               "objective 'word_lm' takes no option 'gamma' \\(it takes: "
+                               "alpha, beta\\)"),
+                             ({"causal_lm": {}}, "names 'causal_lm', not one of its objectives"),
+                             ({"word_lm": 2}, "`objective_options` must be a JSON object")):
+        path.write_text(json.dumps(dict(raw, objective_options=options)))
+        with pytest.raises(recipes.RecipeError, match=message):
+            recipes.load_recipe(str(path))
+
+
 def test_parts_register_from_a_user_module(tmp_path):
     parts = tmp_path / "my_parts.py"
     parts.write_text(

@@ -190,6 +190,80 @@ def test_tied_softmax_is_the_embedding_variable_and_the_loss_is_next_word_cross_
         table.assign(saved)
 
 
+def stream_batch(lengths, width=7, seed=0):
+    """A BPTT stream batch: random words, `lengths[i]` real positions in row i."""
+    rng = np.random.RandomState(seed)
+    mask = (np.arange(width)[None, :] < np.array(lengths)[:, None]).astype(np.int32)
+    return {"input_ids": rng.randint(0, V, size=(len(lengths), width)).astype(np.int32),
+            "target_ids": rng.randint(0, V, size=(len(lengths), width)).astype(np.int32),
+            "input_mask": mask}
+
+
+def numpy_ar_tar(dropped, raw, mask):
+    """AWD-LSTM's AR (mean square of the dropped last layer) and TAR (mean square step
+    of the raw one) over the real positions, by loops."""
+    squares, steps = [], []
+    for i in range(mask.shape[0]):
+        for t in range(mask.shape[1]):
+            if mask[i, t]:
+                squares.extend(dropped[i, t] ** 2)
+                if t + 1 < mask.shape[1] and mask[i, t + 1]:
+                    steps.extend((raw[i, t + 1] - raw[i, t]) ** 2)
+    return np.mean(squares), np.mean(steps)
+
+
+def test_ar_and_tar_are_numpys_and_join_the_loss_in_training_only():
+    keras.utils.set_random_seed(4)
+    model = recipes.load_recipe("ulmfit").build_model(tiny_config(output_p=0.5))
+    objective = model.get_objective("word_lm")
+    assert (objective.alpha, objective.beta) == (2.0, 1.0)  # the recipe's, AWD-LSTM's
+    features = stream_batch([7, 4, 1])
+    outputs = model.encoder(features, training=True)
+    dropped = np.asarray(outputs["sequence_output"], np.float64)
+    raw = np.asarray(outputs["layers"][-1], np.float64)
+    assert np.abs(dropped - raw).max() > 0.5 * np.abs(raw).max()  # the output dropout acted
+    ar, tar = numpy_ar_tar(dropped, raw, features["input_mask"])
+    result = objective(outputs, features, training=True)
+    np.testing.assert_allclose(float(result["losses"]["word_lm_ar"]), 2 * ar, rtol=1e-5)
+    np.testing.assert_allclose(float(result["losses"]["word_lm_tar"]), 1 * tar, rtol=1e-5)
+    np.testing.assert_allclose([float(t) for t in result["metrics"]["word_lm_ar"]],
+                               [2 * ar, 1.0], rtol=1e-5)
+    # Not the raw output's AR, nor the dropped output's TAR.
+    other_ar, other_tar = numpy_ar_tar(raw, dropped, features["input_mask"])
+    assert abs(other_ar - ar) > 0.1 * ar and abs(other_tar - tar) > 0.1 * tar
+    # Not in evaluation: no terms, no metrics.
+    evaluated = objective(outputs, features, training=False)
+    assert set(evaluated["losses"]) == {"word_lm_loss"}
+    assert set(evaluated["metrics"]) == {"word_lm_loss", "word_lm_accuracy"}
+
+    # The total training loss: cross-entropy on the stream's own targets + 2 AR + TAR
+    # (no dropout, so the model's call and this one see the same outputs).
+    keras.utils.set_random_seed(4)
+    model = recipes.load_recipe("ulmfit").build_model(tiny_config())
+    outputs = model.encoder(features, training=True)
+    hidden = np.asarray(outputs["sequence_output"], np.float64)
+    ar, tar = numpy_ar_tar(hidden, np.asarray(outputs["layers"][-1], np.float64),
+                           features["input_mask"])
+    table = np.asarray(model.encoder.embedding_table, np.float64)
+    logits = hidden @ table.T + np.asarray(model.get_objective("word_lm").output_bias)
+    logits -= logits.max(-1, keepdims=True)
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    mask = features["input_mask"]
+    ce = -np.sum(np.take_along_axis(log_probs, features["target_ids"][..., None], -1)[..., 0]
+                 * mask) / mask.sum()
+    loss, metrics = model.compute_loss_and_metrics(features, training=True)
+    np.testing.assert_allclose(float(loss), ce + 2 * ar + tar, rtol=1e-4)
+    assert float(metrics["word_lm_loss"][1]) == 12
+    loss, metrics = model.compute_loss_and_metrics(features, training=False)
+    np.testing.assert_allclose(float(loss), ce, rtol=1e-4)
+    assert "word_lm_ar" not in metrics
+    # The objective's own defaults: no AR, no TAR (SiATL's auxiliary LM loss).
+    plain = registry.objectives.get("word_lm")(tiny_config(), None)
+    assert (plain.alpha, plain.beta) == (0.0, 0.0)
+    with pytest.raises(ValueError, match="word_lm: alpha must be a number >= 0, got -1"):
+        registry.objectives.get("word_lm")(tiny_config(), None, alpha=-1)
+
+
 def test_forward_lm_never_sees_the_future_nor_the_padding(model):
     rows = [[0, 5, 6, 7, 8, 9, 10, 11, 1], [0, 12, 13, 14, 15, 1]]
     base = model(batch(rows), training=False)["word_lm_logits"].numpy()

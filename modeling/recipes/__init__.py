@@ -13,7 +13,11 @@ path) naming registered parts, each of which lives once:
 * `objectives`: names in `modeling.registry.objectives`;
 * `pipeline`: a name in `modeling.registry.pipelines` (how raw text or
   TFRecords become feature batches; `modeling.recipes.pipelines`), with
-  `data` its options.
+  `data` its options;
+* `objective_options` (optional): keyword arguments of an objective's
+  registered factory, by objective name (ULMFiT's
+  `{"word_lm": {"alpha": 2, "beta": 1}}`); a name the factory does not take
+  is refused when the recipe is read.
 
 Nothing here branches on a family's name: a new family, objective or
 pipeline registers itself, and a recipe file names it. A user's own parts
@@ -22,6 +26,7 @@ register from the user's own module (`registry.load_user_module(path)`,
 """
 
 import dataclasses
+import inspect
 import json
 import os
 
@@ -54,6 +59,8 @@ class Recipe:
     # Config values of the demo job's model that differ for this recipe (e.g.
     # BERT's dropout: its sentence-pair objective memorises the small corpus).
     demo_model: dict = dataclasses.field(default_factory=dict)
+    # Keyword arguments of each objective's factory, by objective name.
+    objective_options: dict = dataclasses.field(default_factory=dict)
 
     @property
     def family(self):
@@ -82,7 +89,8 @@ class Recipe:
         kwargs = {} if dtype is None else {"dtype": dtype}
         family = self.family
         encoder = family.build_encoder(config, **kwargs, **encoder_kwargs)
-        parts = [registry.objectives.get(name)(config, family, **kwargs)
+        parts = [registry.objectives.get(name)(config, family, **kwargs,
+                                               **self.objective_options.get(name, {}))
                  for name in self.objectives]
         return BertPretrainer(encoder, parts, name="%s_pretrainer" % self.name, **kwargs)
 
@@ -125,11 +133,18 @@ def load_recipe(name_or_path):
     if not isinstance(demo_model, dict):
         raise RecipeError("Recipe %s: `demo_model` must be a JSON object of config values"
                           % path)
+    objective_options = raw.get("objective_options", {})
+    if not isinstance(objective_options, dict) or not all(
+            isinstance(v, dict) for v in objective_options.values()):
+        raise RecipeError("Recipe %s: `objective_options` must be a JSON object of objective "
+                          "name -> object of options" % path)
     recipe = Recipe(name=raw["name"], description=raw.get("description", ""),
                     encoder=raw["encoder"], objectives=tuple(raw["objectives"]),
                     data=data, pipeline=pipeline, demo=dict(demo),
-                    demo_model=dict(demo_model))
+                    demo_model=dict(demo_model),
+                    objective_options={k: dict(v) for k, v in objective_options.items()})
     _check_names(recipe, path)
+    _check_objective_options(recipe, path)
     pipeline_class = registry.pipelines.get(recipe.pipeline)
     allowed = getattr(pipeline_class, "data_options", None)
     unknown = sorted(set(recipe.data) - set(allowed)) if allowed is not None else []
@@ -150,6 +165,23 @@ def _check_names(recipe, path):
             raise RecipeError("Recipe %s: unknown %s %s (known: %s)"
                               % (path, kind, ", ".join(map(repr, unknown)),
                                  ", ".join(table.names())))
+
+
+def _check_objective_options(recipe, path):
+    """Each `objective_options` entry names an objective of the recipe and options its
+    registered factory takes (keyword parameters other than `config` and `family`)."""
+    for name, options in recipe.objective_options.items():
+        if name not in recipe.objectives:
+            raise RecipeError("Recipe %s: `objective_options` names %r, not one of its "
+                              "objectives (%s)" % (path, name, ", ".join(recipe.objectives)))
+        parameters = inspect.signature(registry.objectives.get(name)).parameters
+        taken = [p for p, spec in parameters.items() if p not in ("config", "family")
+                 and spec.kind in (spec.POSITIONAL_OR_KEYWORD, spec.KEYWORD_ONLY)]
+        unknown = sorted(set(options) - set(taken))
+        if unknown:
+            raise RecipeError("Recipe %s: objective %r takes no option %s (it takes: %s)"
+                              % (path, name, ", ".join(map(repr, unknown)),
+                                 ", ".join(taken) or "none"))
 
 
 def build_pretrainer(recipe, config, dtype=None, **encoder_kwargs):
