@@ -48,13 +48,14 @@ def batch(rows, max_words=9, seed=0):
     return {"input_ids": ids, "input_mask": mask}
 
 
-def numpy_lstm(x, kernel, recurrent, bias):
-    """A forward LSTM in NumPy (float64), Keras's gate order i, f, c, o."""
+def numpy_lstm(x, kernel, recurrent, bias, h0=None, c0=None, final_cell=False):
+    """A forward LSTM in NumPy (float64), Keras's gate order i, f, c, o (from zeros, or
+    from `h0`, `c0`); with `final_cell`, also the last step's cell state."""
     def sigmoid(z):
         return 1 / (1 + np.exp(-z))
     units = recurrent.shape[0]
-    h = np.zeros([x.shape[0], units])
-    c = np.zeros([x.shape[0], units])
+    h = np.zeros([x.shape[0], units]) if h0 is None else h0
+    c = np.zeros([x.shape[0], units]) if c0 is None else c0
     outputs = []
     for t in range(x.shape[1]):
         z = x[:, t] @ kernel + h @ recurrent + bias
@@ -62,7 +63,7 @@ def numpy_lstm(x, kernel, recurrent, bias):
         c = sigmoid(f) * c + sigmoid(i) * np.tanh(g)
         h = sigmoid(o) * np.tanh(c)
         outputs.append(h)
-    return np.stack(outputs, 1)
+    return (np.stack(outputs, 1), c) if final_cell else np.stack(outputs, 1)
 
 
 def test_weight_drop_masks_only_the_hidden_to_hidden_matrix_and_not_at_inference():
@@ -110,6 +111,32 @@ def test_weight_drop_masks_only_the_hidden_to_hidden_matrix_and_not_at_inference
     np.testing.assert_allclose(inferred, numpy_lstm(x, kernel, recurrent, bias), atol=1e-5)
     with pytest.raises(ValueError, match="recurrent_dropout must be 0"):
         WeightDropLSTM(4, weight_dropout=0.5, recurrent_dropout=0.1)
+
+
+def test_weight_drop_training_on_a_masked_batch_keeps_the_state_of_the_last_real_step():
+    """The `tf.scan` recurrence with a right-padded mask (BPTT stream rows): the real
+    steps are the LSTM's from the given initial state, and the state returned is the
+    one after each row's last real step (a masked step keeps it)."""
+    keras.utils.set_random_seed(0)
+    layer = WeightDropLSTM(5, weight_dropout=0.5, weight_dropout_seed=3,
+                           return_sequences=True, return_state=True)
+    layer.build((None, None, 4))
+    rng = np.random.RandomState(1)
+    x = rng.normal(size=(2, 6, 4)).astype(np.float32)
+    h0, c0 = [rng.normal(size=(2, 5)).astype(np.float32) for _ in range(2)]
+    lengths = [6, 3]
+    mask = np.arange(6)[None, :] < np.array(lengths)[:, None]
+    kernel, _, bias = [np.asarray(w, np.float64) for w in layer.get_weights()]
+    state = np.asarray(layer.weight_seed_generator.state)
+    dropped = np.asarray(layer.recurrent_kernel_for_call(True), np.float64)
+    layer.weight_seed_generator.state.assign(state)
+    outputs, h, c = layer(x, initial_state=[h0, c0], mask=mask, training=True)
+    for row, n in enumerate(lengths):
+        expected, cell = numpy_lstm(x[row:row + 1, :n], kernel, dropped, bias,
+                                    h0[row:row + 1], c0[row:row + 1], final_cell=True)
+        np.testing.assert_allclose(np.asarray(outputs)[row, :n], expected[0], atol=1e-5)
+        np.testing.assert_allclose(np.asarray(h)[row], expected[0, -1], atol=1e-5)
+        np.testing.assert_allclose(np.asarray(c)[row], cell[0], atol=1e-5)
 
 
 def test_embedding_dropout_zeroes_whole_words():
@@ -278,6 +305,66 @@ def test_forward_lm_never_sees_the_future_nor_the_padding(model):
     loss_a, _ = model.compute_loss_and_metrics(batch(rows, seed=0), training=False)
     loss_b, _ = model.compute_loss_and_metrics(batch(rows, seed=5), training=False)
     assert float(loss_a) == pytest.approx(float(loss_b), abs=1e-6)
+
+
+def test_the_lstm_state_is_carried_from_batch_to_batch_per_row_and_reset(model):
+    """Rows with `state_reset` 0 continue from the state the previous call ended with
+    (after each row's last real word), rows with 1 start from zeros; a batch of another
+    size starts every row from zeros; training and inference calls keep their own states;
+    the states are no weights (a resumed or new network starts from zeros)."""
+    network = model.encoder
+    rng = np.random.RandomState(3)
+    stream = rng.randint(3, V, size=(2, 12)).astype(np.int32)
+    whole = np.asarray(network({"input_ids": stream}, training=False)["layers"][-1])
+
+    def features_of(ids, real, reset):
+        width = 7
+        padded = rng.randint(0, V, size=(len(ids), width)).astype(np.int32)  # padding
+        padded[:, :real] = ids[:, :real]
+        return {"input_ids": padded, "target_ids": np.roll(padded, -1, axis=1),
+                "input_mask": (np.arange(width) < real).astype(np.int32)[None].repeat(
+                    len(ids), 0),
+                "state_reset": np.array(reset, np.int32)}
+
+    def step(ids, real, reset, training=False, net=network):
+        features = features_of(ids, real, reset)
+        return np.asarray(net(features, training=training)["layers"][-1])[:, :real]
+
+    # Batch 1: the first 5 words (2 padded positions); batch 2: the next 7. Carried,
+    # batch 2 is the whole stream's continuation; the padding of batch 1 did not count.
+    first = step(stream[:, :5], 5, [1, 1])
+    np.testing.assert_allclose(first, whole[:, :5], atol=1e-5)
+    second = step(stream[:, 5:], 7, [0, 0])
+    np.testing.assert_allclose(second, whole[:, 5:], atol=1e-5)
+    alone = np.asarray(network({"input_ids": stream[:, 5:]}, training=False)["layers"][-1])
+    assert np.abs(second - alone).max() > 1e-4
+    # The loss on batch t + 1 after batch t differs from a reset model's on it.
+    second_features = features_of(stream[:, 5:], 7, [0, 0])
+    step(stream[:, :5], 5, [1, 1])
+    carried_loss, _ = model.compute_loss_and_metrics(second_features, training=False)
+    reset_loss, _ = model.compute_loss_and_metrics(
+        dict(second_features, state_reset=np.ones([2], np.int32)), training=False)
+    assert abs(float(carried_loss) - float(reset_loss)) > 1e-4
+    # Per row: row 0 resets (batch 2 alone), row 1 carries on from batch 1.
+    step(stream[:, :5], 5, [1, 1])
+    mixed = step(stream[:, 5:], 7, [1, 0])
+    np.testing.assert_allclose(mixed[0], alone[0], atol=1e-5)
+    np.testing.assert_allclose(mixed[1], whole[1, 5:], atol=1e-5)
+    # Another batch size: every row from zeros.
+    three = np.concatenate([stream[:, 5:], stream[:1, 5:]])
+    other = step(three, 7, [0, 0, 0])
+    np.testing.assert_allclose(other[:2], alone, atol=1e-5)
+    # Training calls keep their own state: inference calls in between leave it alone.
+    step(stream[:, :5], 5, [1, 1], training=True)
+    step(stream[:, 5:], 7, [1, 1])
+    trained = step(stream[:, 5:], 7, [0, 0], training=True)
+    np.testing.assert_allclose(trained, whole[:, 5:], atol=1e-5)  # no dropout in tiny_config
+    # No weights: a new network with the same weights (a resumed run) starts from zeros.
+    assert len(network.weights) == 10 and not any("state" in v.path for v in network.weights)
+    fresh = AwdLstm.from_config_object(tiny_config())
+    fresh.set_weights(network.get_weights())
+    resumed = step(stream[:, 5:], 7, [0, 0], net=fresh)
+    np.testing.assert_allclose(resumed, alone, atol=1e-5)
 
 
 def test_concat_pooling_equals_numpy_on_a_padded_batch():

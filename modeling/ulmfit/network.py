@@ -27,9 +27,26 @@ Outputs:
                       dropout, before the input dropout)
     input_mask        [batch, words]  1 for a word, 0 for padding
 
-The LSTMs are forward-only and unmasked: padding is at the end of each
-sequence, so no real position ever reads a padded one. The embedding matrix
+The LSTMs are forward-only: padding is at the end of each sequence, so no
+real position ever reads a padded one, and a call without `state_reset`
+starts every row from a zero state and runs unmasked. The embedding matrix
 is `embedding_table` (the tied softmax of `modeling.ulmfit.objective`).
+
+The hidden state carried across batches (AWD-LSTM's truncated BPTT): when
+the features carry `state_reset` (int `[batch]`, 1 where the row starts a
+text stream; the "ulmfit" pipeline's stream rows, row i of every batch
+continuing row i of the previous one), each layer starts from the (h, c) it
+ended the previous call with, kept in non-trainable per-replica variables
+(`tf.VariableSynchronization.ON_READ`: each replica its own rows), one set
+for training calls and one for inference calls, so an evaluation never
+disturbs the training streams. Rows with `state_reset` 1, and every row of
+a batch of another size than the one kept, start from zeros. The LSTMs then
+run masked by `input_mask`, so the state kept is the state after the row's
+last real word, and it is kept with its gradient stopped: backpropagation
+is truncated at the batch boundary. The variables are no part of the
+model's weights or checkpoint: a resumed run starts from zero states. The
+trainer runs its steps one after the other in a graph loop, so reads and
+writes follow the order of the batches.
 
 Variable paths (every layer is created under the network's name, `awd_lstm`
 by default):
@@ -88,8 +105,10 @@ class WeightDropLSTM(keras.layers.LSTM):
 
     The training recurrence with a dropped matrix runs Keras's cuDNN call on a
     GPU, and elsewhere a `tf.scan` over time of the LSTM step (the input
-    projection of all time steps computed first). Masks (`mask=`) and
-    `go_backwards` are not supported on that path.
+    projection of all time steps computed first). A `mask=` there must be
+    right-padded (real steps first, as Keras's cuDNN path wants): a masked
+    step keeps the state, as Keras's LSTM does. `go_backwards` is not
+    supported on that path.
 
     Args:
         units: as `keras.layers.LSTM`.
@@ -111,6 +130,11 @@ class WeightDropLSTM(keras.layers.LSTM):
         self.weight_seed_generator = keras.random.SeedGenerator(
             weight_dropout_seed, name="weight_drop_seed_generator")
 
+    def compute_mask(self, inputs, mask=None):
+        # No Keras mask on the outputs: the AWD-LSTM's readers take `input_mask`
+        # from the features (a mask attached to a tensor would reach the objective).
+        return None
+
     def recurrent_kernel_for_call(self, training):
         """The hidden-to-hidden matrix one call uses: weight-dropped in training, else as is.
 
@@ -125,9 +149,9 @@ class WeightDropLSTM(keras.layers.LSTM):
     def inner_loop(self, sequences, initial_state, mask, training=False):
         if not training or self.weight_dropout == 0.0:
             return super().inner_loop(sequences, initial_state, mask, training=training)
-        if mask is not None or self.go_backwards:
-            raise ValueError("WeightDropLSTM trains with weight drop on unmasked, forward "
-                             "sequences only (padding at the end needs no mask)")
+        if self.go_backwards:
+            raise ValueError("WeightDropLSTM trains with weight drop on forward sequences "
+                             "only")
         if self.dropout:
             raise ValueError("WeightDropLSTM: use variational dropout outside the layer; "
                              "its own input dropout must be 0, got %r" % self.dropout)
@@ -153,9 +177,18 @@ class WeightDropLSTM(keras.layers.LSTM):
             h = recurrent_activation(o) * activation(c)
             return h, c
 
+        def masked_step(state, elements):
+            z_input, keep = elements  # keep: [batch, 1], 1 on a real step
+            h, c = step(state, z_input)
+            return keep * h + (1 - keep) * state[0], keep * c + (1 - keep) * state[1]
+
         h0 = tf.cast(initial_state[0], dtype)
         c0 = tf.cast(initial_state[1], dtype)
-        hs, cs = tf.scan(step, projected, initializer=(h0, c0))
+        if mask is None:
+            hs, cs = tf.scan(step, projected, initializer=(h0, c0))
+        else:
+            keep = tf.transpose(tf.cast(mask, dtype))[:, :, None]  # [time, batch, 1]
+            hs, cs = tf.scan(masked_step, (projected, keep), initializer=(h0, c0))
         outputs = tf.transpose(hs, [1, 0, 2])
         return hs[-1], outputs, [hs[-1], cs[-1]]
 
@@ -217,6 +250,43 @@ class WordEmbedding(keras.layers.Layer):
         return config
 
 
+class _CarriedState:
+    """The (h, c) of every layer kept across calls, for one kind of call (see the module
+    docstring); a plain holder, so neither Keras nor checkpoints track the variables."""
+
+    def __init__(self, layer_sizes, name):
+        on_read = dict(trainable=False, synchronization=tf.VariableSynchronization.ON_READ,
+                       aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+        self.layers = [
+            tuple(tf.Variable(tf.zeros([0, units]), shape=tf.TensorShape([None, units]),
+                              name="%s_%s_%d" % (name, part, i), **on_read)
+                  for part in ("h", "c"))
+            for i, units in enumerate(layer_sizes)]
+        # The rows kept, a variable of its own: the graph optimiser may read a
+        # variable's shape out of order with its assignment, its value never.
+        self.rows = tf.Variable(0, dtype=tf.int32, name="%s_rows" % name, **on_read)
+
+    def read(self, batch_size, state_reset, dtype):
+        """Each layer's `[h, c]` for a batch: zeros for rows that reset or a new batch size."""
+        kept = tf.where(tf.equal(self.rows.read_value(), batch_size), batch_size, 0)
+        keep = 1.0 - tf.cast(tf.reshape(state_reset, [-1]), tf.float32)
+        states = []
+        for layer in self.layers:
+            parts = []
+            for variable in layer:
+                value = tf.pad(variable.read_value()[:kept], [[0, batch_size - kept], [0, 0]])
+                parts.append(tf.cast(value * keep[:, None], dtype))
+            states.append(parts)
+        return states
+
+    def write(self, states):
+        """Keeps each layer's final `[h, c]` (gradients stopped: truncated BPTT)."""
+        for layer, parts in zip(self.layers, states):
+            for variable, value in zip(layer, parts):
+                variable.assign(tf.stop_gradient(tf.cast(value, tf.float32)))
+        self.rows.assign(tf.shape(states[0][0])[0])
+
+
 @keras.saving.register_keras_serializable(package=_PACKAGE)
 class AwdLstm(ConfigFields, keras.Model):
     """The AWD-LSTM network (see the module docstring).
@@ -245,8 +315,11 @@ class AwdLstm(ConfigFields, keras.Model):
                                        dtype=policy, name="embeddings")
         sizes = [hidden_size] * (num_hidden_layers - 1) + [embedding_size]
         self.lstms = [WeightDropLSTM(units, weight_dropout=weight_p, return_sequences=True,
-                                     dtype=policy, name="layer_%d" % i)
+                                     return_state=True, dtype=policy, name="layer_%d" % i)
                       for i, units in enumerate(sizes)]
+        # Training and inference calls each carry their own streams' states.
+        self._training_state = _CarriedState(sizes, "awd_lstm_training_state")
+        self._inference_state = _CarriedState(sizes, "awd_lstm_inference_state")
         # Variational dropout: one mask per sequence and feature, the same at every step.
         self.input_dropout = keras.layers.SpatialDropout1D(input_p, dtype=policy,
                                                            name="input_dropout")
@@ -289,12 +362,25 @@ class AwdLstm(ConfigFields, keras.Model):
         input_mask = tf.cast(input_mask, tf.int32)
         embedded = self.embedding(input_ids, training=training)
         hidden = self.input_dropout(embedded, training=training)
-        layers = []
+        carried = None
+        if features.get("state_reset") is not None:
+            carried = self._training_state if training else self._inference_state
+            initial = carried.read(tf.shape(input_ids)[0], features["state_reset"],
+                                   self.compute_dtype)
+            mask = tf.cast(input_mask, tf.bool)
+        layers, final = [], []
         for i, lstm in enumerate(self.lstms):
-            hidden = lstm(hidden, training=training)
+            if carried is None:
+                hidden, h, c = lstm(hidden, training=training)
+            else:
+                hidden, h, c = lstm(hidden, initial_state=initial[i], mask=mask,
+                                    training=training)
             layers.append(hidden)
+            final.append([h, c])
             if i < len(self.hidden_dropouts):
                 hidden = self.hidden_dropouts[i](hidden, training=training)
+        if carried is not None:
+            carried.write(final)
         return {
             "sequence_output": self.output_dropout(layers[-1], training=training),
             "layers": layers,
