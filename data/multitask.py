@@ -21,10 +21,12 @@ Fields:
 
 * ``name``: the task's name in metrics (``<name>/loss``, ``<name>/accuracy``),
   eval results and file names; letters, digits, ``_ . -``; unique.
-* ``head``: ``classification`` | ``regression`` (a dense layer on the pooled
-  output) | ``ranking`` (MT-DNN's pairwise ranking: one score per (query,
-  candidate) pair, softmax over a query's candidates) | ``span_qa`` (start/end
-  logits) | ``tagging`` (per-token softmax).
+* ``head``: ``classification`` (sentence pairs: MT-DNN's stochastic answer
+  network by default; single sentences, or ``"classifier": "dense"`` in the
+  options: a dense layer on the pooled output) | ``regression`` (a dense
+  layer on the pooled output) | ``ranking`` (MT-DNN's pairwise ranking: one
+  score per (query, candidate) pair, softmax over a query's candidates) |
+  ``span_qa`` (start/end logits) | ``tagging`` (per-token softmax).
 * ``processor``: for classification and regression a task name of
   `data.processors` (mrpc, sst-2, sts-b, generic, ...) or a user processor
   ``path/to/my_task.py:MyProcessor``; ``multiple_choice`` (or a user
@@ -36,9 +38,11 @@ Fields:
   task list file's directory.
 * ``weight``: the task's loss weight (default 1; must be > 0).
 * ``options``: head- and processor-specific settings, e.g. the generic
-  processor's ``file_format``, ``text_a_column``, ``labels``; tagging's
-  ``tagging_scheme``; span QA's ``doc_stride``, ``max_query_length``,
-  ``train_file``, ``dev_file``. Which keys are allowed is checked by the job.
+  processor's ``file_format``, ``text_a_column``, ``labels``; classification's
+  ``classifier`` (``"san"`` | ``"dense"``), ``san_steps``,
+  ``san_step_dropout``; tagging's ``tagging_scheme``; span QA's
+  ``doc_stride``, ``max_query_length``, ``train_file``, ``dev_file``. Which
+  keys are allowed is checked by the job.
 
 Every problem is a `TaskListError` whose one-line message names the file,
 the entry (index and name) and the field at fault.

@@ -18,7 +18,9 @@
      {"name": "conll", "processor": "ner", "data_dir": "conll2003", "head": "tagging"},
      {"name": "squad", "processor": "squad", "data_dir": "squad11", "head": "span_qa"}]
 
-Heads: classification, regression, ranking (one score per candidate, softmax
+Heads: classification (sentence pairs: MT-DNN's stochastic answer network by
+default, options {"classifier": "dense"} for the dense layer; single
+sentences: dense), regression, ranking (one score per candidate, softmax
 over a query's candidates), span_qa, tagging. Every batch comes from one
 task, drawn with probability proportional to n_t^(1/T) (n_t the task's
 training examples, T = --sampling_temperature: 1 proportional, large T

@@ -225,7 +225,7 @@ def test_bad_task_lists_give_one_line_naming_file_entry_and_field(tmp_path, bert
         "label_column, guid_column, has_header, labels, task_type, label_separator, "
         "train_file, dev_file, test_file, eval_metrics, ids_num_labels, "
         "ids_label_from_last_id, ids_cls_id, ids_sep_id, ids_offset, ids_keep, "
-        "xnli_language")
+        "xnli_language, classifier, san_steps, san_step_dropout")
     # JSON booleans given as strings: refused, never read as true.
     assert job_error(dict(SPAN_ENTRY, data_dir="colour",
                           options={"version_2_with_negative": "false"})) == (

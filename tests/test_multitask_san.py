@@ -4,16 +4,31 @@ layer of pairwise classification tasks in the multi-task model and job.
 Unit tests: shapes and masking (padding, and which segment is premise or hypothesis),
 stochastic prediction dropout in training against the average at inference, and a
 NumPy reference of the layer (summary, bilinear attention, GRU update, per-step
-predictions) given the same weights.
+predictions) given the same weights. Job tests: the default classifier of pair and
+single-sentence tasks, the refusals, and a learning test whose data, budget and threshold
+are fixed in its docstring (dev pairs drawn apart from the training ones).
 """
+
+import json
+import os
+import random
+import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+import script_runner
+from data import multitask as data_lib
+from data import tokenization
 from modeling import bert as config_lib
+from modeling import checkpoints
+from modeling.tasks import classification
 from modeling.tasks import multitask as model_lib
+from modeling.tasks import multitask_job
 from modeling.tasks import san as san_lib
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 H, L, LABELS = 8, 7, 3
 
@@ -335,3 +350,251 @@ def test_the_model_refuses_a_bad_classifier():
                                          "regression task"):
         model_lib.MultiTaskModel.from_config_object(
             _config(), [{"name": "a", "head": "regression", "classifier": "san"}])
+
+
+# -------------------------------------------------------------------- the job
+
+COLOURS = ["red", "blue", "green", "yellow", "pink", "brown"]
+ANIMALS = ["cat", "dog", "bird", "fish", "cow", "horse"]
+FILLERS = ["the", "a", "saw", "near", "big", "small", "old", "man", "house", "tree"]
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + COLOURS + ANIMALS + FILLERS
+SEQ = 16
+SCRIPT = os.path.join(REPO_ROOT, "run", "run_multitask.py")
+
+
+@pytest.fixture(scope="module")
+def bert_files(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("tiny_bert_san")
+    (directory / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
+    config_lib.BertConfig(vocab_size=len(VOCAB), hidden_size=32, num_hidden_layers=1,
+                          num_attention_heads=2, intermediate_size=64,
+                          max_position_embeddings=SEQ,
+                          type_vocab_size=2).to_json_file(str(directory / "bert_config.json"))
+    return directory
+
+
+def _pairs(n, seed, avoid=()):
+    """(premise, hypothesis, label): label "same" iff the hypothesis names the premise's
+    colour; half the pairs of each kind. Premise: 4-6 words holding one colour; hypothesis:
+    3-4 words holding one colour."""
+    rng, seen, out = random.Random(seed), set(avoid), []
+    while len(out) < n:
+        same = len(out) % 2 == 0
+        colour = rng.choice(COLOURS)
+        other = colour if same else rng.choice([c for c in COLOURS if c != colour])
+        premise = [rng.choice(FILLERS + ANIMALS) for _ in range(rng.randint(4, 6))]
+        premise[rng.randrange(len(premise))] = colour
+        hypothesis = [rng.choice(FILLERS + ANIMALS) for _ in range(rng.randint(3, 4))]
+        hypothesis[rng.randrange(len(hypothesis))] = other
+        key = " ".join(premise) + " | " + " ".join(hypothesis)
+        if key not in seen:
+            seen.add(key)
+            out.append((" ".join(premise), " ".join(hypothesis), "same" if same else "other"))
+    rng.shuffle(out)
+    return out
+
+
+def _write_pairs(directory, train, dev):
+    os.makedirs(directory, exist_ok=True)
+    for name, rows in (("train.jsonl", train), ("dev.jsonl", dev)):
+        with open(os.path.join(directory, name), "w") as f:
+            for premise, hypothesis, label in rows:
+                f.write(json.dumps({"premise": premise, "hypothesis": hypothesis,
+                                    "label": label}) + "\n")
+
+
+def _write_sentences(directory, n_train, n_dev, seed):
+    """Single sentences: label 1 iff a colour is named."""
+    rng = random.Random(seed)
+    os.makedirs(directory, exist_ok=True)
+    seen = set()
+    for name, n in (("train.jsonl", n_train), ("dev.jsonl", n_dev)):
+        with open(os.path.join(directory, name), "w") as f:
+            written = 0
+            while written < n:
+                words = [rng.choice(FILLERS + ANIMALS) for _ in range(rng.randint(4, 7))]
+                if rng.random() < 0.5:
+                    words[rng.randrange(len(words))] = rng.choice(COLOURS)
+                if " ".join(words) in seen:
+                    continue
+                seen.add(" ".join(words))
+                label = int(any(w in COLOURS for w in words))
+                f.write(json.dumps({"text": " ".join(words), "label": str(label)}) + "\n")
+                written += 1
+
+
+PAIR_ENTRY = {"name": "same", "processor": "generic", "data_dir": "same",
+              "head": "classification",
+              "options": {"file_format": "jsonl", "text_a_column": "premise",
+                          "text_b_column": "hypothesis", "label_column": "label"}}
+SINGLE_ENTRY = {"name": "colour", "processor": "generic", "data_dir": "colour",
+                "head": "classification",
+                "options": {"file_format": "jsonl", "text_a_column": "text",
+                            "label_column": "label"}}
+
+
+def _task_list(directory, entries):
+    path = os.path.join(str(directory), "tasks.json")
+    with open(path, "w") as f:
+        json.dump(entries, f)
+    return path
+
+
+def _job(bert_files, task_list, output_dir, **kwargs):
+    values = dict(task_list_file=task_list, output_dir=str(output_dir),
+                  vocab_file=str(bert_files / "vocab.txt"),
+                  bert_config_file=str(bert_files / "bert_config.json"), max_seq_length=SEQ,
+                  train_batch_size=16, eval_batch_size=16, learning_rate=1e-3,
+                  warmup_proportion=0.1, log_steps=1000, steps_per_loop=20, seed=1)
+    values.update(kwargs)
+    return multitask_job.MultitaskJob(**values)
+
+
+def _with_options(entry, **options):
+    return dict(entry, options=dict(entry["options"], **options))
+
+
+def test_san_learns_a_pair_task_on_held_out_pairs_and_its_checkpoint_is_reused(
+        tmp_path, bert_files):
+    """Budget and threshold fixed before the first run: a 1-layer BERT (hidden 32) from
+    random weights, trained with MT-DNN on two tasks at once, 'same' (sentence pairs: does
+    the hypothesis name the premise's colour; 256 training pairs, half of each label; no
+    "classifier" given, so the SAN, K = 5, step dropout 0.1) and 'colour' (single sentences:
+    is a colour named; 96 sentences; the dense head by default), batches of 16 drawn with
+    T=1, 400 updates at lr 1e-3. Dev: 64 other pairs (disjoint from training). 'same' must
+    reach dev accuracy >= 0.8 (its majority class is 0.5). Then: a do_eval run on the same
+    output_dir restores the SAN head and scores the same accuracy; asking for a dense head
+    there is refused in one line; the encoder loads into run_classifier's BertClassifier."""
+    train = _pairs(256, 20)
+    dev = _pairs(64, 21, avoid=["%s | %s" % (p, h) for p, h, _ in train])
+    _write_pairs(str(tmp_path / "same"), train, dev)
+    _write_sentences(str(tmp_path / "colour"), 96, 32, seed=22)
+    path = _task_list(tmp_path, [PAIR_ENTRY, SINGLE_ENTRY])
+    out = tmp_path / "out"
+    result = multitask_job.run(_job(bert_files, path, out, do_train=True, do_eval=True,
+                                    num_train_steps=400))
+    assert [t.classifier for t in result.tasks] == ["san", "dense"]
+    assert isinstance(result.model.heads[0], san_lib.StochasticAnswerNetwork)
+    assert result.model.heads[0].num_steps == 5 and result.model.heads[0].step_dropout == 0.1
+    assert isinstance(result.model.heads[1], model_lib.TaskHead)
+    results = result.eval_results
+    assert results["global_step"] == 400
+    labels = [label for _, _, label in dev]
+    majority = max(labels.count("same"), labels.count("other")) / len(labels)
+    assert majority == 0.5
+    assert results["same/eval_accuracy"] >= 0.8 > majority, results
+
+    again = multitask_job.run(_job(bert_files, path, out, do_eval=True))
+    assert again.eval_results["same/eval_accuracy"] == pytest.approx(
+        results["same/eval_accuracy"])
+    assert again.eval_results["same/eval_loss"] == pytest.approx(
+        results["same/eval_loss"], rel=1e-5)
+
+    dense = _task_list(tmp_path, [_with_options(PAIR_ENTRY, classifier="dense"), SINGLE_ENTRY])
+    before = sorted(os.listdir(out))
+    with pytest.raises(multitask_job.MultitaskJobError) as info:
+        multitask_job.run(_job(bert_files, dense, out, do_eval=True))
+    message = str(info.value)
+    assert "\n" not in message and message.startswith(dense + ": entry 0 ('same'): field "
+                                                      "'options': classifier=\"dense\", but "
+                                                      "the checkpoint "), message
+    assert message.endswith("holds a \"san\" classifier for this task; set \"classifier\": "
+                            "\"san\" or use a new --output_dir"), message
+    assert sorted(os.listdir(out)) == before
+
+    trained = result.model.encoder.get_weights()
+    single = classification.BertClassifier.from_config_object(_bert_config(bert_files),
+                                                              num_labels=2)
+    checkpoints.init_from_checkpoint(single, str(out))
+    for a, b in zip(single.encoder.get_weights(), trained):
+        np.testing.assert_array_equal(a, b)
+
+
+def _bert_config(bert_files):
+    return config_lib.BertConfig.from_json_file(str(bert_files / "bert_config.json"))
+
+
+@pytest.fixture()
+def small_tasks(tmp_path):
+    _write_pairs(str(tmp_path / "same"), _pairs(8, 30), _pairs(4, 31))
+    _write_sentences(str(tmp_path / "colour"), 8, 4, seed=32)
+    return tmp_path
+
+
+def _prepared(bert_files, root, entries, **kwargs):
+    job = _job(bert_files, _task_list(root, entries), root / "out", **kwargs)
+    os.makedirs(job.output_dir, exist_ok=True)
+    tokenizer = tokenization.FullTokenizer(job.vocab_file, True)
+    return multitask_job.prepare_tasks(job, data_lib.read_task_list(job.task_list_file),
+                                       tokenizer, len(VOCAB))
+
+
+def test_the_classifier_defaults_to_san_for_pairs_and_dense_for_single_sentences(
+        small_tasks, bert_files):
+    entries = [PAIR_ENTRY, SINGLE_ENTRY,
+               dict(_with_options(PAIR_ENTRY, classifier="dense"), name="same_dense"),
+               dict(_with_options(PAIR_ENTRY, san_steps=3, san_step_dropout=0.0),
+                    name="same_k3")]
+    tasks = _prepared(bert_files, small_tasks, entries, do_train=True, do_eval=True)
+    assert [t.classifier for t in tasks] == ["san", "dense", "dense", "san"]
+    model_tasks = [t.model_task() for t in tasks]
+    assert model_tasks[0]["san_steps"] == 5 and model_tasks[0]["san_step_dropout"] == 0.1
+    assert "san_steps" not in model_tasks[1] and "san_steps" not in model_tasks[2]
+    assert model_tasks[3]["san_steps"] == 3 and model_tasks[3]["san_step_dropout"] == 0.0
+    model = model_lib.MultiTaskModel.from_config_object(_bert_config(bert_files), model_tasks)
+    assert [type(h).__name__ for h in model.heads] == [
+        "StochasticAnswerNetwork", "TaskHead", "TaskHead", "StochasticAnswerNetwork"]
+    assert model.heads[3].num_steps == 3
+
+
+@pytest.mark.parametrize("options,message", [
+    ({"classifier": "sam"}, "classifier=\"sam\": expected \"san\" (the stochastic answer "
+                            "network, for sentence pairs) or \"dense\""),
+    ({"san_steps": 0}, "san_steps=0: expected an integer >= 1"),
+    ({"san_step_dropout": 1}, "san_step_dropout=1: expected a number in [0, 1)"),
+    ({"san_step_dropout": "0.1"}, "san_step_dropout=\"0.1\": expected a number in [0, 1)"),
+    ({"classifier": "dense", "san_steps": 3}, "san_steps is a setting of the \"san\" "
+                                              "classifier; this task's classifier is \"dense\""),
+])
+def test_bad_classifier_options_are_refused_before_anything_is_written(
+        small_tasks, bert_files, options, message):
+    path = _task_list(small_tasks, [_with_options(PAIR_ENTRY, **options)])
+    out = small_tasks / "out"
+    with pytest.raises(multitask_job.MultitaskJobError) as info:
+        multitask_job.run(_job(bert_files, path, out, do_train=True, num_train_steps=1))
+    assert str(info.value) == "%s: entry 0 ('same'): field 'options': %s" % (path, message)
+    assert not os.path.exists(out / "same")
+
+
+def test_san_is_refused_for_single_sentences_and_for_other_heads(small_tasks, bert_files):
+    path = _task_list(small_tasks, [_with_options(SINGLE_ENTRY, classifier="san")])
+    out = small_tasks / "out"
+    with pytest.raises(multitask_job.MultitaskJobError) as info:
+        multitask_job.run(_job(bert_files, path, out, do_train=True, num_train_steps=1))
+    assert str(info.value) == (
+        "%s: entry 0 ('colour'): field 'options': classifier=\"san\" reads sentence pairs, "
+        "but training example 'train-1' has no second text (text_b); use \"dense\" for "
+        "single sentences" % path)
+    assert not os.path.exists(out / "colour" / "train.tf_record")
+    stsb = dict(SINGLE_ENTRY, head="regression",
+                options={"file_format": "jsonl", "text_a_column": "text",
+                         "label_column": "label", "classifier": "san"})
+    path = _task_list(small_tasks, [stsb])
+    with pytest.raises(multitask_job.MultitaskJobError,
+                       match="'classifier' is not an option of a regression task"):
+        multitask_job.run(_job(bert_files, path, out, do_train=True, num_train_steps=1))
+
+
+def test_script_reports_san_on_single_sentences_in_one_line(small_tasks, bert_files):
+    path = _task_list(small_tasks, [_with_options(SINGLE_ENTRY, classifier="san")])
+    proc = script_runner.run(
+        [sys.executable, SCRIPT, "--task_list_file=" + path, "--do_train",
+         "--vocab_file=%s" % (bert_files / "vocab.txt"),
+         "--bert_config_file=%s" % (bert_files / "bert_config.json"),
+         "--max_seq_length=%d" % SEQ, "--output_dir=%s" % (small_tasks / "out")],
+        capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert lines[-1].startswith("run_multitask: error: %s: entry 0 ('colour'): field "
+                                "'options': classifier=\"san\" reads sentence pairs" % path)
+    assert "Traceback" not in proc.stderr

@@ -21,7 +21,12 @@
    ranking, run_ner's (`ner_job.NerRunner`: the CoNLL splits, the label list,
    the tagging records) for tagging, run_squad's (`squad_job.SquadRunner`:
    the SQuAD questions and their document windows) for span QA; a dev set
-   is not padded to whole batches (each task's last dev batch is kept);
+   is not padded to whole batches (each task's last dev batch is kept). A
+   classification task's output layer is its ``options.classifier``: by
+   default MT-DNN's stochastic answer network (``"san"``,
+   `modeling.tasks.san`; ``san_steps`` K = 5, ``san_step_dropout`` 0.1) when
+   every example is a sentence pair, else the dense layer on the pooled
+   output (``"dense"``, which a pair task may also ask for);
 2. trains `modeling.tasks.multitask.MultiTaskModel` (one shared encoder,
    one head per task) with the project's one trainer; every batch comes
    from one task, task t drawn with probability ``n_t^(1/T) / sum_s
@@ -65,11 +70,13 @@ from data import squad as squad_lib
 from data import tokenization
 from data.processors import conll
 from modeling import registry
+from modeling.checkpoints import object_based
 from modeling.tasks import FineTuningTask
 from modeling.tasks import classification as classifier_lib
 from modeling.tasks import classifier_job
 from modeling.tasks import multitask as model_lib
 from modeling.tasks import ner_job
+from modeling.tasks import san as san_lib
 from modeling.tasks import seqeval
 from modeling.tasks import squad_job
 from modeling.training import job as job_lib
@@ -92,8 +99,10 @@ _PROCESSOR_OPTIONS = ("file_format", "text_a_column", "text_b_column", "label_co
                       "train_file", "dev_file", "test_file", "eval_metrics", "ids_num_labels",
                       "ids_label_from_last_id", "ids_cls_id", "ids_sep_id", "ids_offset",
                       "ids_keep", "xnli_language")
+# A classification task's output layer (the model's, not the processor's).
+CLASSIFIER_OPTIONS = ("classifier", "san_steps", "san_step_dropout")
 OPTIONS = {
-    data_lib.CLASSIFICATION: _PROCESSOR_OPTIONS,
+    data_lib.CLASSIFICATION: _PROCESSOR_OPTIONS + CLASSIFIER_OPTIONS,
     data_lib.REGRESSION: _PROCESSOR_OPTIONS,
     data_lib.RANKING: ("train_file", "dev_file", "test_file"),
     data_lib.TAGGING: ("tagging_scheme", "train_file", "dev_file"),
@@ -184,6 +193,9 @@ class PreparedTask:
     dev_features: Optional[list] = None    # tagging, span QA: the dev features
     dev_examples: Optional[list] = None    # span QA: for decoding and EM/F1
     runner: object = None                  # its single-task runner (its data step)
+    classifier: Optional[str] = None       # classification: "san" or "dense"
+    san_steps: int = san_lib.DEFAULT_STEPS
+    san_step_dropout: float = san_lib.DEFAULT_STEP_DROPOUT
 
     @property
     def name(self):
@@ -199,6 +211,10 @@ class PreparedTask:
             task["num_labels"] = self.num_labels
         if self.num_choices is not None:
             task["num_choices"] = self.num_choices
+        if self.classifier is not None:
+            task["classifier"] = self.classifier
+        if self.classifier == model_lib.SAN:
+            task.update(san_steps=self.san_steps, san_step_dropout=self.san_step_dropout)
         return task
 
     def batch_size(self, rows):
@@ -236,6 +252,32 @@ def _check_options(spec):
                         % (key, spec.head, ", ".join(allowed)))
         if key in BOOLEAN_OPTIONS:
             _bool_option(spec, key, None)
+    if spec.head == data_lib.CLASSIFICATION:
+        _classifier_options(spec)
+
+
+def _classifier_options(spec):
+    """(classifier or None for the default, K, step dropout) of a classification entry."""
+    given = spec.options.get("classifier")
+    if given is not None and given not in model_lib.CLASSIFIERS:
+        raise _fail(spec, "options", "classifier=%s: expected \"san\" (the stochastic answer "
+                    "network, for sentence pairs) or \"dense\"" % json.dumps(given))
+    steps = _int_option(spec, "san_steps", san_lib.DEFAULT_STEPS, 1)
+    rate = spec.options.get("san_step_dropout", san_lib.DEFAULT_STEP_DROPOUT)
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate < 1:
+        raise _fail(spec, "options", "san_step_dropout=%s: expected a number in [0, 1)"
+                    % json.dumps(rate))
+    if given == model_lib.DENSE:
+        for key in ("san_steps", "san_step_dropout"):
+            if key in spec.options:
+                raise _fail(spec, "options", "%s is a setting of the \"san\" classifier; "
+                            "this task's classifier is \"dense\"" % key)
+    return given, steps, float(rate)
+
+
+def _first_single(examples):
+    """The first example without a second text (`text_b`), else None."""
+    return next((e for e in examples if not getattr(e, "text_b", None)), None)
 
 
 def _data_path(spec, option, default):
@@ -384,8 +426,10 @@ class MultitaskRunner(job_lib.JobRunner):
         self.probabilities = data_lib.sampling_probabilities(sizes, job.sampling_temperature)
         self.training_steps(sum(sizes))  # refused before task_sampling.txt is written
         for task, p in zip(self.tasks, self.probabilities):
-            logging.info("Task %s (%s): %d training examples, sampled with p=%.4f",
-                         task.name, task.head, task.num_train, p)
+            logging.info("Task %s (%s%s): %d training examples, sampled with p=%.4f",
+                         task.name, task.head,
+                         ", %s classifier" % task.classifier if task.classifier else "",
+                         task.num_train, p)
         atomic.write_text(os.path.join(job.output_dir, "task_sampling.txt"), "".join(
             "%s\t%s\t%d\t%.6f\n" % (t.name, t.head, t.num_train, p)
             for t, p in zip(self.tasks, self.probabilities)))
@@ -426,7 +470,7 @@ class MultitaskRunner(job_lib.JobRunner):
         processor (task type, labels, metrics); Google's packing for every family
         (`PooledInputFormat`)."""
         job = self.job
-        options = dict(spec.options)
+        options = {k: v for k, v in spec.options.items() if k not in CLASSIFIER_OPTIONS}
         is_spec = ":" in spec.processor
         if spec.head == data_lib.RANKING and not is_spec:
             if spec.processor.lower() != "multiple_choice":
@@ -479,9 +523,54 @@ class MultitaskRunner(job_lib.JobRunner):
         task.num_labels = part.num_labels if spec.head == data_lib.CLASSIFICATION else None
         with _errors_of(spec, "data_dir"):
             train = processor.get_train_examples(spec.data_dir) if job.do_train else None
+            if spec.head == data_lib.CLASSIFICATION:
+                dev = processor.get_dev_examples(spec.data_dir) if job.do_eval else None
+                self._choose_classifier(task, (("training", train), ("dev", dev)))
             part.write_splits(train)
         task.num_train = len(train or ())
         task.spec_fn = lambda s, _, h=spec.head: processors_lib.classifier_feature_spec(s, h)
+
+    def _choose_classifier(self, task, splits):
+        """A classification task's output layer: the entry's \"classifier\", by default the
+        SAN when every example of `splits` ((name, examples or None), ...) is a pair, else
+        dense; a \"san\" given for single sentences is refused, and so is a classifier other
+        than the one of the checkpoint a run in `output_dir` resumes or evaluates."""
+        spec = task.spec
+        given, task.san_steps, task.san_step_dropout = _classifier_options(spec)
+        single = None
+        for split, examples in splits:
+            single = _first_single(examples or ())
+            if single is not None:
+                break
+        if given == model_lib.SAN and single is not None:
+            raise _fail(spec, "options", "classifier=\"san\" reads sentence pairs, but %s "
+                        "example %r has no second text (text_b); use \"dense\" for single "
+                        "sentences" % (split, single.guid))
+        task.classifier = given or (model_lib.DENSE if single is not None else model_lib.SAN)
+        self._check_checkpoint_classifier(task, given is None)
+
+    def _check_checkpoint_classifier(self, task, by_default):
+        """The checkpoint in `output_dir` (if any) holds the task's kind of classifier."""
+        latest = tf.train.latest_checkpoint(self.job.output_dir)
+        if not latest:
+            return
+        if getattr(self, "_checkpoint_paths", (None,))[0] != latest:
+            reader = tf.train.load_checkpoint(latest)
+            self._checkpoint_paths = (latest, set(object_based.model_variable_keys(reader,
+                                                                                   latest)))
+        stored = self._checkpoint_paths[1]
+        prefix = "head_%s/" % task.name
+        if prefix + "output_weights" not in stored:
+            return  # a task new to this output_dir: its head starts fresh
+        stored_kind = (model_lib.SAN if prefix + "attention_kernel" in stored
+                       else model_lib.DENSE)
+        if stored_kind != task.classifier:
+            raise _fail(task.spec, "options", "classifier=\"%s\"%s, but the checkpoint %s "
+                        "holds a \"%s\" classifier for this task; set \"classifier\": "
+                        "\"%s\" or use a new --output_dir"
+                        % (task.classifier, " (the default for sentence pairs)"
+                           if by_default and task.classifier == model_lib.SAN else "",
+                           latest, stored_kind, stored_kind))
 
     def _prepare_ranking_task(self, task, processor, directory):
         """One record per query of its C candidates (`data.multitask.write_ranking_records`)."""
