@@ -106,19 +106,28 @@ class ElmoPipeline(Pipeline):
         del work_dir  # nothing to build: the text is read as it is
         return list(train_texts), list(eval_texts)
 
-    def _sentences(self, files, shuffle_seed):
-        """Yields each sentence's words; files in a seeded shuffled order when training."""
+    def _documents(self, files, shuffle_seed=None):
+        """Yields each document as its sentences' words (blank lines and wordless ones
+        left out); files in a seeded shuffled order when `shuffle_seed` is given."""
         tokenizer = tokenization.BasicTokenizer(self.options.do_lower_case)
         files = list(files)
         if shuffle_seed is not None:
             random.Random(shuffle_seed).shuffle(files)
         stats = corpus_lib.ReadStats()
         for document in corpus_lib.iter_documents(files, stats):
+            sentences = []
             for lineno, raw in document.lines:
                 words = tokenizer.tokenize(
                     corpus_lib.decode_line(raw, document.path, lineno, stats))
                 if words:
-                    yield words
+                    sentences.append(words)
+            if sentences:
+                yield sentences
+
+    def _sentences(self, files, shuffle_seed):
+        """Yields each sentence's words; files in a seeded shuffled order when training."""
+        for sentences in self._documents(files, shuffle_seed):
+            yield from sentences
 
     def input_fn(self, inputs, is_training, batch_size):
         files = corpus_lib.expand_file_patterns(inputs)

@@ -211,6 +211,7 @@ class PretrainingRunner(job_lib.JobRunner):
             # One seed for the whole run even when none is given, so that the
             # evaluation and its baselines read the same (dynamically masked) batches.
             seed=job.seed if job.seed is not None else random.SystemRandom().randrange(2 ** 31)))
+        self.pipeline.check_job(job)
         self.config = _load_config(recipe, job, self.pipeline)
         self.check_max_seq_length(self.config)
 

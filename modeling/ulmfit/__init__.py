@@ -5,13 +5,16 @@ The family package holds every ULMFiT-specific part and registers them:
     family     "ulmfit"   (`AwdLstmConfig` in fastai's names, `AwdLstm`, the
                            demo size; config file `ulmfit_config.json`)
     objective  "word_lm"  (`modeling.ulmfit.objective`: a forward word LM whose
-                           softmax is the embedding matrix, plus a bias)
+                           softmax is the embedding matrix, plus a bias; AWD-LSTM's
+                           AR and TAR in training)
+    pipeline   "ulmfit"   (`modeling.ulmfit.pipeline`: raw text as continuous BPTT
+                           streams of word ids, variable-length, the LSTM state
+                           carried from batch to batch; or one sentence per example)
     input format "ulmfit" (`modeling.ulmfit.classification`: run_classifier's
                            `--model_family=ulmfit`, the concat-pooling classifier)
 
-and the recipe `modeling/recipes/presets/ulmfit.json` names them with ELMo's
-"elmo" pipeline (raw text, one sentence per example, word ids of a word
-vocabulary). The three stages of the paper are three runs:
+and the recipe `modeling/recipes/presets/ulmfit.json` names them (with the
+paper's alpha 2, beta 1). The three stages of the paper are three runs:
 
     1. general-domain LM:  run_pretraining.py --recipe=ulmfit --output_dir=LM
     2. target-domain LM:   run_pretraining.py --recipe=ulmfit --init_checkpoint=LM
@@ -29,6 +32,7 @@ vocabulary). The three stages of the paper are three runs:
 
 from modeling import registry
 from modeling.ulmfit import objective  # registers "word_lm"  # noqa: F401
+from modeling.ulmfit import pipeline  # registers the "ulmfit" pipeline  # noqa: F401
 from modeling.ulmfit.config import CONFIG_FILE_NAME
 from modeling.ulmfit.config import AwdLstmConfig
 from modeling.ulmfit.config import AwdLstmConfigError

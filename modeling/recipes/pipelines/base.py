@@ -16,6 +16,8 @@ job's inputs from the bundled corpus:
     pipeline.baseline_batches(inputs, max_examples)
                                            -> NumPy feature batches, read once
                                               (for the objectives' baselines)
+    pipeline.check_job(job)                refuses run settings it cannot serve
+                                           (before anything is written)
 
 `recipe_data` holds the recipe file's `data` options (masking strategy,
 packing, ...); `PipelineOptions` the run's (vocabulary, lengths, seed).
@@ -78,6 +80,10 @@ class Pipeline:
 
     def input_fn(self, inputs, is_training, batch_size):
         raise NotImplementedError("%s must implement input_fn()" % type(self).__name__)
+
+    def check_job(self, job):
+        """Raises a one-line ValueError for settings of `job` (a `PretrainingJob`) that this
+        pipeline's batches cannot serve (e.g. a strategy); any by default."""
 
     def check_inputs(self, inputs):
         """Raises a clear error when `inputs` or the vocabulary files are missing.
