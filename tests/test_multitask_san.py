@@ -19,6 +19,7 @@ import pytest
 import tensorflow as tf
 
 import script_runner
+import test_multitask as multitask_tests
 from data import multitask as data_lib
 from data import tokenization
 from modeling import bert as config_lib
@@ -28,6 +29,7 @@ from modeling.tasks import multitask as model_lib
 from modeling.tasks import multitask_job
 from modeling.tasks import san as san_lib
 
+_task_list = multitask_tests._task_list
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 H, L, LABELS = 8, 7, 3
@@ -433,21 +435,10 @@ SINGLE_ENTRY = {"name": "colour", "processor": "generic", "data_dir": "colour",
                             "label_column": "label"}}
 
 
-def _task_list(directory, entries):
-    path = os.path.join(str(directory), "tasks.json")
-    with open(path, "w") as f:
-        json.dump(entries, f)
-    return path
-
-
 def _job(bert_files, task_list, output_dir, **kwargs):
-    values = dict(task_list_file=task_list, output_dir=str(output_dir),
-                  vocab_file=str(bert_files / "vocab.txt"),
-                  bert_config_file=str(bert_files / "bert_config.json"), max_seq_length=SEQ,
-                  train_batch_size=16, eval_batch_size=16, learning_rate=1e-3,
-                  warmup_proportion=0.1, log_steps=1000, steps_per_loop=20, seed=1)
-    values.update(kwargs)
-    return multitask_job.MultitaskJob(**values)
+    """test_multitask's job (batches of 16, lr 1e-3, seed 1) over pairs of SEQ pieces."""
+    return multitask_tests._job(bert_files, task_list, output_dir,
+                                **dict(dict(max_seq_length=SEQ), **kwargs))
 
 
 def _with_options(entry, **options):
