@@ -14,6 +14,7 @@ import os
 import random
 import sys
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -330,6 +331,18 @@ def test_the_model_uses_san_on_the_sequence_output_and_keeps_dense_heads_as_they
     assert clone.heads[0].num_steps == 4 and isinstance(clone.heads[1], model_lib.TaskHead)
 
 
+def test_a_model_with_a_san_head_round_trips_through_a_keras_file(tmp_path):
+    tf.random.set_seed(2)
+    model = model_lib.MultiTaskModel.from_config_object(_config(), TASKS)
+    batch = _pair_batch(np.random.RandomState(8), 3)
+    expected = model(batch, training=False)["nli/probabilities"].numpy()
+    model.save(str(tmp_path / "mtdnn.keras"))
+    loaded = keras.saving.load_model(str(tmp_path / "mtdnn.keras"))
+    assert isinstance(loaded.heads[0], san_lib.StochasticAnswerNetwork)
+    np.testing.assert_array_equal(loaded(batch, training=False)["nli/probabilities"].numpy(),
+                                  expected)
+
+
 def test_a_batch_of_another_task_leaves_the_san_head_a_zero_gradient():
     tf.random.set_seed(1)
     rng = np.random.RandomState(7)
@@ -454,13 +467,16 @@ def test_san_learns_a_pair_task_on_held_out_pairs_and_its_checkpoint_is_reused(
     is a colour named; 96 sentences; the dense head by default), batches of 16 drawn with
     T=1, 400 updates at lr 1e-3. Dev: 64 other pairs (disjoint from training). 'same' must
     reach dev accuracy >= 0.8 (its majority class is 0.5). Then: a do_eval run on the same
-    output_dir restores the SAN head and scores the same accuracy; asking for a dense head
+    output_dir restores the SAN head and scores the same accuracy and F1 (the latter from
+    the predicted probabilities); asking for a dense head
     there is refused in one line; the encoder loads into run_classifier's BertClassifier."""
     train = _pairs(256, 20)
     dev = _pairs(64, 21, avoid=["%s | %s" % (p, h) for p, h, _ in train])
     _write_pairs(str(tmp_path / "same"), train, dev)
     _write_sentences(str(tmp_path / "colour"), 96, 32, seed=22)
-    path = _task_list(tmp_path, [PAIR_ENTRY, SINGLE_ENTRY])
+    # F1 too: the processor's extra metrics come from the predicted probabilities.
+    pair = _with_options(PAIR_ENTRY, eval_metrics=["accuracy", "f1"])
+    path = _task_list(tmp_path, [pair, SINGLE_ENTRY])
     out = tmp_path / "out"
     result = multitask_job.run(_job(bert_files, path, out, do_train=True, do_eval=True,
                                     num_train_steps=400))
@@ -474,14 +490,16 @@ def test_san_learns_a_pair_task_on_held_out_pairs_and_its_checkpoint_is_reused(
     majority = max(labels.count("same"), labels.count("other")) / len(labels)
     assert majority == 0.5
     assert results["same/eval_accuracy"] >= 0.8 > majority, results
+    assert 0.0 < results["same/eval_f1"] <= 1.0, results
 
     again = multitask_job.run(_job(bert_files, path, out, do_eval=True))
     assert again.eval_results["same/eval_accuracy"] == pytest.approx(
         results["same/eval_accuracy"])
     assert again.eval_results["same/eval_loss"] == pytest.approx(
         results["same/eval_loss"], rel=1e-5)
+    assert again.eval_results["same/eval_f1"] == pytest.approx(results["same/eval_f1"])
 
-    dense = _task_list(tmp_path, [_with_options(PAIR_ENTRY, classifier="dense"), SINGLE_ENTRY])
+    dense = _task_list(tmp_path, [_with_options(pair, classifier="dense"), SINGLE_ENTRY])
     before = sorted(os.listdir(out))
     with pytest.raises(multitask_job.MultitaskJobError) as info:
         multitask_job.run(_job(bert_files, dense, out, do_eval=True))
