@@ -12,6 +12,7 @@ import types
 
 import numpy as np
 import pytest
+import stream_replicas
 import tensorflow as tf
 
 from modeling import recipes
@@ -174,29 +175,12 @@ def test_training_lengths_follow_awd_lstms_variable_bptt():
     assert {int(step["input_mask"][0].sum()) for step in fixed[:40]} == {32}
 
 
-def _step_losses(strategy, weights, config, is_training, steps=3, forget=False):
-    """Per step, the summed (word_lm_loss sum, count) of the recipe's model under
-    `strategy` on batches of 4 streams (`forget`: every row resets)."""
-    recipe = recipes.load_recipe("ulmfit")
-    pipe = recipe.build_pipeline(PipelineOptions(vocab_file=SAMPLE_VOCAB, max_seq_length=8,
-                                                 seed=3))
-    with strategy.scope():
-        model = recipe.build_model(config)
-    model.set_weights(weights)
-    dataset = strategy.distribute_datasets_from_function(pipe.input_fn(SAMPLE, is_training, 4))
-
-    @tf.function
-    def step(batch):
-        def replica(features):
-            if forget:
-                features = dict(features, state_reset=tf.ones_like(features["state_reset"]))
-            return model.compute_loss_and_metrics(features, training=is_training)[1][
-                "word_lm_loss"]
-        per_replica = strategy.run(replica, args=(batch,))
-        return [strategy.reduce(tf.distribute.ReduceOp.SUM, t, axis=None) for t in per_replica]
-
-    return np.array([[float(t) for t in step(batch)]
-                     for batch, _ in zip(dataset, range(steps))])
+def _step_losses(strategy, weights, config, is_training, forget=False):
+    """Per step, the summed (word_lm_loss sum, count) on batches of 4 streams."""
+    return stream_replicas.step_metric(
+        strategy, "ulmfit", config, weights,
+        dict(vocab_file=SAMPLE_VOCAB, max_seq_length=8, seed=3), SAMPLE, "word_lm_loss",
+        "state_reset", is_training=is_training, forget=forget)
 
 
 @pytest.mark.parametrize("is_training", [False, True])

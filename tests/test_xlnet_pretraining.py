@@ -22,6 +22,7 @@ import os
 import numpy as np
 import pytest
 import sentencepiece
+import stream_replicas
 import tensorflow as tf
 
 from modeling import recipes
@@ -383,27 +384,10 @@ def test_demo_config_gives_a_network_with_memory_across_batches(demo_run):
 def _step_metrics(strategy, weights, config, steps=3, forget=False):
     """Per-step summed permutation-LM (loss sum, count) of the recipe's model under
     `strategy`, on evaluation batches of 4 streams (`forget`: every row resets)."""
-    recipe = recipes.load_recipe("xlnet")
-    pipe = recipe.build_pipeline(PipelineOptions(vocab_file=SPIECE, max_seq_length=16, seed=3))
-    with strategy.scope():
-        model = recipe.build_model(config)
-    model.set_weights(weights)
-    dataset = strategy.distribute_datasets_from_function(pipe.input_fn(SAMPLE, False, 4))
-
-    @tf.function
-    def step(batch):
-        def replica(features):
-            if forget:
-                features = dict(features, mem_reset=tf.ones_like(features["mem_reset"]))
-            return model.compute_loss_and_metrics(features, training=False)[1][
-                "permutation_lm_loss"]
-        per_replica = strategy.run(replica, args=(batch,))
-        return [strategy.reduce(tf.distribute.ReduceOp.SUM, t, axis=None) for t in per_replica]
-
-    results = []
-    for batch, _ in zip(dataset, range(steps)):
-        results.append([float(t) for t in step(batch)])
-    return np.array(results)
+    return stream_replicas.step_metric(
+        strategy, "xlnet", config, weights,
+        dict(vocab_file=SPIECE, max_seq_length=16, seed=3), SAMPLE, "permutation_lm_loss",
+        "mem_reset", steps=steps, forget=forget)
 
 
 def test_two_replicas_each_keep_the_memory_of_their_own_streams():
