@@ -227,8 +227,12 @@ def test_refusals_name_the_setting(tmp_path):
     with pytest.raises(ValueError, match="--data_service_address: the ulmfit stream layout"):
         pipe.check_job(types.SimpleNamespace(data_service_address="grpc://x:1",
                                              strategy_name="one_device"))
+    with pytest.raises(ValueError, match="--use_xla: the ulmfit stream layout"):
+        pipe.check_job(types.SimpleNamespace(data_service_address=None,
+                                             strategy_name="one_device", use_xla=True))
     pipeline_for(SAMPLE_VOCAB, 16, layout="sentences").check_job(
-        types.SimpleNamespace(data_service_address="grpc://x:1", strategy_name="tpu"))
+        types.SimpleNamespace(data_service_address="grpc://x:1", strategy_name="tpu",
+                              use_xla=True))
     # Through the job, before anything is written.
     output_dir = tmp_path / "out"
     with pytest.raises(ValueError, match="--distribution_strategy=tpu: the ulmfit stream "

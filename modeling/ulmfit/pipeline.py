@@ -42,8 +42,9 @@ it feeds` streams; a step's rows go out stream by stream in batches of the
 per-replica size, so replica r of the pipeline gets streams
 `[r * per_replica, (r + 1) * per_replica)` at every step and carries their
 states itself (each replica its own streams, as the "xlnet" pipeline does).
-The tf.data service (which deals batches to whichever worker asks) and TPUs
-are refused for the stream layout (`check_job`).
+The tf.data service (which deals batches to whichever worker asks), TPUs and
+`--use_xla` (the states' variables change shape) are refused for the stream
+layout (`check_job`).
 
 Features of the stream layout (int32): `input_ids`, `target_ids`,
 `input_mask` (1 real) `[batch, width]`; `state_reset` `[batch]`, 1 on every
@@ -169,6 +170,11 @@ class UlmfitPipeline(ElmoPipeline):
                 "--distribution_strategy=tpu: the ulmfit stream layout keeps the LSTM states "
                 "in variables of dynamic shape, not supported on TPUs; use one_device, "
                 "mirrored or multi_worker_mirrored, or the recipe data layout \"sentences\"")
+        if getattr(job, "use_xla", False):
+            raise ValueError(
+                "--use_xla: the ulmfit stream layout keeps the LSTM states in variables of "
+                "dynamic shape, which XLA cannot assign; leave it out, or use the recipe data "
+                "layout \"sentences\"")
 
     def _pass_tokens(self, documents, rng):
         """One pass's words: the documents in `rng`'s order (None: as read)."""
