@@ -45,7 +45,7 @@ import time
 import weakref
 
 __all__ = ["EXIT_STATUS", "Terminated", "acknowledge", "at_forced_exit", "dropped", "graceful",
-           "install", "raise_if_dropped", "requested"]
+           "install", "raise_if_dropped", "reclaim", "requested"]
 
 EXIT_STATUS = 128 + signal.SIGTERM
 GRACE_SECONDS = 20.0
@@ -144,6 +144,21 @@ def install(strict=False):
         _start_watchdog()
     _state["installed"] = True
     return True
+
+
+def reclaim():
+    """Puts this module's SIGTERM handler back after a library replaced it.
+
+    TensorFlow's coordination service (started with
+    `MultiWorkerMirroredStrategy`) installs a C++ SIGTERM handler of its own
+    for `PreemptionCheckpointHandler`, which silently takes the signal away
+    from `install()`'s: the trainer would never hear it. Called after such a
+    strategy is made; a no-op when `install()` was not called.
+    """
+    if _state["installed"] and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _handler)
+        return True
+    return False
 
 
 def _quiet_unraisable_exits():

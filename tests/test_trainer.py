@@ -2,10 +2,13 @@
 
 import glob
 import json
+import re
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 
 import keras
 import numpy as np
@@ -281,6 +284,68 @@ def test_two_process_multi_worker_trains_and_resumes(tmp_path, synthetic_file):
     outputs = run(6)
     assert all("RESUMED_FROM_STEP 4" in out and "FINAL_STEP 6" in out for out in outputs)
     assert tf.train.latest_checkpoint(model_dir).endswith("ckpt-6")
+
+
+def _start_workers(model_dir, synthetic_file, steps, weights=None):
+    worker = os.path.join(REPO_ROOT, "tests", "multi_worker_job.py")
+    cluster = {"worker": ["127.0.0.1:%d" % p for p in (_free_port(), _free_port())]}
+    procs = []
+    for index in range(2):
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="",
+                   TF_CONFIG=json.dumps({"cluster": cluster,
+                                         "task": {"type": "worker", "index": index}}))
+        args = [sys.executable, worker, model_dir, synthetic_file, str(steps)]
+        if weights:
+            args.append(weights)
+        procs.append(script_runner.Popen(args, env=env, stdout=subprocess.PIPE,
+                                         stderr=subprocess.STDOUT, text=True))
+    return procs
+
+
+def _finish(procs, timeout=240):
+    outputs = []
+    try:
+        for proc in procs:
+            outputs.append(proc.communicate(timeout=timeout)[0])
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+    return [proc.returncode for proc in procs], outputs
+
+
+def test_sigterm_to_one_worker_saves_the_same_step_on_both_and_resumes_exactly(
+        tmp_path, synthetic_file):
+    """Preemption of one of two MultiWorkerMirroredStrategy workers: both save
+    the same step and exit 143; the same command resumes both, and the run ends
+    with the weights of an uninterrupted one."""
+    steps = 60  # the signal comes right after the first checkpoint (step 2)
+    reference = str(tmp_path / "reference.npz")
+    codes, outputs = _finish(_start_workers(str(tmp_path / "whole"), synthetic_file, steps,
+                                            reference))
+    assert codes == [0, 0], outputs[0][-3000:]
+    model_dir = str(tmp_path / "preempted")
+    procs = _start_workers(model_dir, synthetic_file, steps)
+    deadline = time.time() + 180
+    while tf.train.latest_checkpoint(model_dir) is None:  # training is under way
+        assert time.time() < deadline and all(p.poll() is None for p in procs), "no checkpoint"
+        time.sleep(0.05)
+    procs[1].send_signal(signal.SIGTERM)
+    codes, outputs = _finish(procs)
+    assert codes == [143, 143], [out[-2000:] for out in outputs]
+    stopped = [int(re.search(r"TERMINATED_AT_STEP (\d+)", out).group(1)) for out in outputs]
+    assert stopped[0] == stopped[1] < steps, stopped
+    assert "of another worker" in outputs[0] and "of another worker" not in outputs[1]
+    assert tf.train.latest_checkpoint(model_dir).endswith("ckpt-%d" % stopped[0])
+    resumed = str(tmp_path / "resumed.npz")
+    codes, outputs = _finish(_start_workers(model_dir, synthetic_file, steps, resumed))
+    assert codes == [0, 0], outputs[0][-3000:]
+    assert all("RESUMED_FROM_STEP %d" % stopped[0] in out and "FINAL_STEP %d" % steps in out
+               for out in outputs)
+    with np.load(reference) as want, np.load(resumed) as got:
+        assert len(want.files) == len(got.files) > 10
+        for name in want.files:
+            np.testing.assert_allclose(got[name], want[name], rtol=1e-5, atol=1e-6)
 
 
 def test_xla_step_matches_the_plain_step(tmp_path, synthetic_file):

@@ -14,6 +14,8 @@ import os
 
 import tensorflow as tf
 
+from data import termination
+
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
 
 
@@ -75,9 +77,14 @@ def _multi_worker_strategy(all_reduce_alg):
         "nccl": tf.distribute.experimental.CommunicationImplementation.NCCL,
         "ring": tf.distribute.experimental.CommunicationImplementation.RING,
     }.get(all_reduce_alg, tf.distribute.experimental.CommunicationImplementation.AUTO)
-    return tf.distribute.MultiWorkerMirroredStrategy(
+    strategy = tf.distribute.MultiWorkerMirroredStrategy(
         communication_options=tf.distribute.experimental.CommunicationOptions(
             implementation=implementation))
+    # The strategy's coordination service took SIGTERM for a C++ handler; the
+    # trainer's own (data.termination) hears it again, and the workers agree
+    # on when to stop inside the training loop (an all-reduce of the flags).
+    termination.reclaim()
+    return strategy
 
 
 def _tpu_strategy(tpu):

@@ -195,6 +195,11 @@ class Trainer(object):
         # Set from the SIGTERM watchdog thread: a running graph loop stops
         # after its current update (see data.termination.on_request).
         self._stop_flag = tf.Variable(False, trainable=False, name="stop_requested")
+        # Under MultiWorkerMirroredStrategy the workers must stop after the same
+        # update (saving is collective): the flags are all-reduced in the loop,
+        # and this holds the agreed value of the last check.
+        self._multi_worker = isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+        self._stop_agreed = tf.Variable(False, trainable=False, name="stop_agreed")
 
     # ------------------------------------------------------------------ steps
 
@@ -276,6 +281,21 @@ class Trainer(object):
         nonfinite = getattr(self._base_optimizer, "nonfinite_updates", None)
         stop_on_nonfinite = self.nan_policy == "stop" and nonfinite is not None
         stop_flag = self._stop_flag
+        multi_worker, stop_agreed = self._multi_worker, self._stop_agreed
+
+        def stop_requested():
+            """This process's SIGTERM flag; with several workers, whether any has one."""
+            if not multi_worker:
+                return stop_flag.read_value()
+            def replica():  # how many workers' replicas stop (read on each replica)
+                local = tf.cast(stop_flag.read_value(), tf.int32) * tf.ones([], tf.int32)
+                return tf.distribute.get_replica_context().all_reduce(
+                    tf.distribute.ReduceOp.SUM, local)
+
+            per_replica = strategy.run(replica)
+            agreed = strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None) > 0
+            stop_agreed.assign(agreed)
+            return agreed
 
         @tf.function
         def train_loop(iterator, num_steps):
@@ -283,12 +303,14 @@ class Trainer(object):
                                if stop_on_nonfinite else 0)
             totals = one_update(iterator)
             for _ in tf.range(num_steps - 1):
-                if stop_flag.read_value():
+                if stop_requested():
                     break
                 if stop_on_nonfinite:
                     if tf.not_equal(tf.convert_to_tensor(nonfinite), start_nonfinite):
                         break
                 totals = tf.nest.map_structure(tf.add, totals, one_update(iterator))
+            if multi_worker:  # the agreed flag after the last update, for the Python loop
+                stop_requested()
             return totals
 
         return train_loop
@@ -398,6 +420,7 @@ class Trainer(object):
         nonfinite_counter = getattr(self._base_optimizer, "nonfinite_updates", None)
         nonfinite = _as_int(nonfinite_counter) if nonfinite_counter is not None else 0
         self._stop_flag.assign(False)
+        self._stop_agreed.assign(False)
         with termination.graceful(), termination.on_request(
                 lambda: self._stop_flag.assign(True)):
             last = self._train_loop(iterator, checkpoint, manager, writer, step, nonfinite)
@@ -455,13 +478,17 @@ class Trainer(object):
                 path = manager.save(checkpoint_number=step)
                 if self.is_chief:
                     logging.info("Saved checkpoint %s", path)
-            if termination.requested():
+            # Several workers act on the agreed flag only, so that all of them
+            # save the same step (a SIGTERM that came after the last check is
+            # seen by the next one).
+            if self._stop_agreed.numpy() if self._multi_worker else termination.requested():
                 if path is None:
                     path = manager.save(checkpoint_number=step)
                 writer.flush()
                 raise termination.Terminated(
-                    "terminated by SIGTERM at step %d; saved %s (run the same command "
-                    "again to resume)" % (step, path))
+                    "terminated by SIGTERM%s at step %d; saved %s (run the same command "
+                    "again to resume)" % (
+                        "" if termination.requested() else " of another worker", step, path))
         return last
 
     def _loop_length(self, step):
