@@ -59,6 +59,9 @@ ALLOWED = {
         "RoBERTa's HF encoder names are BERT's",
     ("modeling/distilbert/encoder.py", "modeling.bert.encoder"):
         "DistilBERT's encoder is BERT's without token types and pooler",
+    ("modeling/ulmfit/pipeline.py", "modeling.elmo.pipeline"):
+        "ULMFiT's streams read ELMo's word sentences (its \"sentences\" layout is ELMo's "
+        "pipeline)",
 }
 
 # (importing file, imported module) -> what is to change; files being edited elsewhere.
