@@ -18,6 +18,7 @@ observed gaps rather than fitted to the held-out number.
 """
 
 import os
+import re
 
 import numpy as np
 import pytest
@@ -422,3 +423,17 @@ def test_bad_inputs_get_one_line_errors(tmp_path):
     pipe = recipe.build_pipeline(PipelineOptions(vocab_file=wordpiece, max_seq_length=32))
     with pytest.raises(ValueError, match="vocab.txt is not a SentencePiece model"):
         pipe.check_inputs(SAMPLE)
+
+
+def test_settings_that_break_the_memory_are_one_line_errors():
+    import types  # pylint: disable=g-import-not-at-top
+    pipe = recipes.load_recipe("xlnet").build_pipeline(
+        PipelineOptions(vocab_file=SPIECE, max_seq_length=32))
+    plain = dict(data_service_address=None, strategy_name="mirrored", use_xla=False)
+    pipe.check_job(types.SimpleNamespace(**plain))
+    for change, flag in (({"data_service_address": "grpc://h:5050"}, "--data_service_address"),
+                         ({"strategy_name": "tpu"}, "--distribution_strategy=tpu"),
+                         ({"use_xla": True}, "--use_xla")):
+        with pytest.raises(ValueError, match="^%s: the xlnet " % re.escape(flag)) as error:
+            pipe.check_job(types.SimpleNamespace(**dict(plain, **change)))
+        assert "\n" not in str(error.value)

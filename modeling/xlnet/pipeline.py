@@ -505,6 +505,22 @@ class XLNetPipeline(Pipeline):
                              % (span_prediction,))
         return k, eval_passes, layout, reuse_len, span_prediction
 
+    def check_job(self, job):
+        """Memory-aligned rows must reach each replica in order, and the network's memory
+        lives in variables of dynamic shape (one-line errors otherwise)."""
+        if getattr(job, "data_service_address", None):
+            raise ValueError(
+                "--data_service_address: the xlnet pipeline's rows continue the text of the "
+                "previous batch's rows (the network's memory), which the tf.data service "
+                "(batches dealt to any worker) would break; leave it out")
+        for flag, broken in (("--distribution_strategy=tpu",
+                              getattr(job, "strategy_name", None) == "tpu"),
+                             ("--use_xla", getattr(job, "use_xla", False))):
+            if broken:
+                raise ValueError(
+                    "%s: the xlnet network keeps each row's memory in variables of dynamic "
+                    "shape, which XLA cannot assign; leave it out" % flag)
+
     def fit_config(self, config, demo):
         """The network caches what the rows' layout makes reusable (called by the job).
 
