@@ -176,10 +176,13 @@ def test_tinybert_stages_and_an_ensemble(task):
                                   output_dir=str(root / "bad")))
 
 
-def _write_mlm_records(path, rng, n):
+def _write_mlm_records(path, rng, n, text=None):
+    """`n` masked-LM records of SEQ tokens, two masked; `text(rng)`: the SEQ - 2 ids
+    between [CLS] and [SEP] (default uniform random ids)."""
     with tf.io.TFRecordWriter(str(path)) as writer:
         for _ in range(n):
-            ids = [2] + list(rng.randint(5, len(VOCAB), SEQ - 2)) + [3]
+            body = list(rng.randint(5, len(VOCAB), SEQ - 2)) if text is None else text(rng)
+            ids = [2] + body + [3]
             positions = sorted(rng.choice(range(1, SEQ - 1), 2, replace=False))
             labels = [ids[p] for p in positions]
             for p in positions:
@@ -314,27 +317,11 @@ def _successor(token):
     return first + (token - first + 7) % (len(VOCAB) - first)
 
 
-def _write_successor_records(path, rng, n):
-    with tf.io.TFRecordWriter(str(path)) as writer:
-        for _ in range(n):
-            chain = [int(rng.randint(5, len(VOCAB)))]
-            while len(chain) < SEQ - 2:
-                chain.append(_successor(chain[-1]))
-            ids = [2] + chain + [3]
-            positions = sorted(rng.choice(range(1, SEQ - 1), 2, replace=False))
-            labels = [ids[p] for p in positions]
-            for p in positions:
-                ids[p] = 4
-            feature = {
-                "input_ids": ids, "input_mask": [1] * SEQ, "segment_ids": [0] * SEQ,
-                "masked_lm_positions": positions, "masked_lm_ids": labels,
-                "next_sentence_labels": [0]}
-            example = {k: tf.train.Feature(int64_list=tf.train.Int64List(value=[int(x) for x in v]))
-                       for k, v in feature.items()}
-            example["masked_lm_weights"] = tf.train.Feature(
-                float_list=tf.train.FloatList(value=[1.0, 1.0]))
-            writer.write(tf.train.Example(
-                features=tf.train.Features(feature=example)).SerializeToString())
+def _successor_chain(rng):
+    chain = [int(rng.randint(5, len(VOCAB)))]
+    while len(chain) < SEQ - 2:
+        chain.append(_successor(chain[-1]))
+    return chain
 
 
 def test_distilbert_student_beats_the_same_student_without_teacher(tmp_path):
@@ -348,8 +335,8 @@ def test_distilbert_student_beats_the_same_student_without_teacher(tmp_path):
     least 0.2 above the other's. (First run: teacher 0.82, distilled 0.84; the
     student without a teacher stays at the uniform loss, ln 44, accuracy 0.)"""
     rng = np.random.RandomState(4)
-    _write_successor_records(tmp_path / "train.tfrecord", rng, 2048)
-    _write_successor_records(tmp_path / "dev.tfrecord", rng, 64)
+    _write_mlm_records(tmp_path / "train.tfrecord", rng, 2048, _successor_chain)
+    _write_mlm_records(tmp_path / "dev.tfrecord", rng, 64, _successor_chain)
     config = _config(32, 4)
     config.to_json_file(str(tmp_path / "bert_config.json"))
     family = registry.families.get("bert")
