@@ -36,9 +36,12 @@ def main(_):
     path = settings.checkpoint_path()
     eval_file = settings.eval_records()
     plot_file = settings.plot_file()
-    if settings.output_file:
-        atomic.check_outputs([("--output_file", settings.output_file)]
-                             + ([("--plot", plot_file)] if plot_file else []),
+    outputs = ([("--output_file", settings.output_file)] if settings.output_file else []) + (
+        [("--plot", plot_file)] if plot_file else []) + (
+        [("--tflite_dir", compression.tflite_path(settings.tflite_dir, v))
+         for v in settings.variants] if settings.tflite_dir else [])
+    if outputs:
+        atomic.check_outputs(outputs,
                              [("--eval_file", eval_file), ("--model_dir", settings.model_dir),
                               ("--checkpoint", path),
                               ("--bert_config_file", settings.bert_config_file)])

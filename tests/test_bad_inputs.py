@@ -1214,6 +1214,24 @@ def compress_classifier_output_file_is_the_model_dirs_checkpoint_file(ctx):
                  "--model_dir=%s" % model_dir)
 
 
+@case(needs=["run_ner_output_dir_and_init_checkpoint_are_a_classifiers_folder"])
+def compress_classifier_output_file_is_one_of_its_tflite_models(ctx):
+    model_dir = ctx.path("classifier")
+    shutil.copytree(
+        ctx.result_of("run_ner_output_dir_and_init_checkpoint_are_a_classifiers_folder"),
+        model_dir)
+    tflite_dir = ctx.path("tflite")
+    output = os.path.join(tflite_dir, "model_float16.tflite")
+    result = run_script("compress_classifier", [
+        "--bert_config_file=%s" % ctx.a.config, "--model_dir=%s" % model_dir,
+        "--max_seq_length=16", "--variants=float16", "--repeats=1", "--noplot",
+        "--output_file=%s" % output, "--tflite_dir=%s" % tflite_dir],
+        inputs=[model_dir, ctx.a.config], outputs=[ctx.dir])
+    assert_error(result, "compress_classifier", "--tflite_dir names %s twice" % output,
+                 "--output_file")
+    assert not os.path.exists(tflite_dir)
+
+
 # ------------------------------------------------------------------ runner
 
 def _selected(request):

@@ -365,11 +365,16 @@ def evaluate(model, examples, max_seq_length, variants=VARIANTS, repeats=3,
     return report
 
 
+def tflite_path(output_dir, variant):
+    """Where `write_models` writes `variant`'s TFLite model."""
+    return os.path.join(output_dir, "model_%s.tflite" % variant)
+
+
 def write_models(models, output_dir):
     """Writes ``{variant: TFLite bytes}`` as ``model_<variant>.tflite`` files, atomically."""
     paths = []
     for variant, content in models.items():
-        path = os.path.join(output_dir, "model_%s.tflite" % variant)
+        path = tflite_path(output_dir, variant)
         with atomic.atomic_output(path, "wb") as f:
             f.write(content)
         paths.append(path)
