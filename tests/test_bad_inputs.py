@@ -1199,34 +1199,35 @@ def run_ner_output_dir_and_init_checkpoint_are_a_classifiers_folder(ctx):
     return classifier  # unchanged (checked): compress_classifier's model
 
 
-@case(needs=["run_ner_output_dir_and_init_checkpoint_are_a_classifiers_folder"])
-def compress_classifier_output_file_is_the_model_dirs_checkpoint_file(ctx):
+def _compress_a_trained_classifier(ctx, *flags):
+    """compress_classifier on a copy of the run_ner case's classifier; `(result, model_dir)`."""
     model_dir = ctx.path("classifier")
     shutil.copytree(
         ctx.result_of("run_ner_output_dir_and_init_checkpoint_are_a_classifiers_folder"),
         model_dir)
-    output = os.path.join(model_dir, "checkpoint")
     result = run_script("compress_classifier", [
         "--bert_config_file=%s" % ctx.a.config, "--model_dir=%s" % model_dir,
-        "--max_seq_length=16", "--variants=float16", "--repeats=1", "--noplot",
-        "--output_file=%s" % output], inputs=[model_dir, ctx.a.config], outputs=[ctx.dir])
-    assert_error(result, "compress_classifier", "--output_file=%s" % output,
+        "--max_seq_length=16", "--variants=float16", "--repeats=1", "--noplot"] + [
+            flag.format(model_dir=model_dir) for flag in flags],
+        inputs=[model_dir, ctx.a.config], outputs=[ctx.dir])
+    return result, model_dir
+
+
+@case(needs=["run_ner_output_dir_and_init_checkpoint_are_a_classifiers_folder"])
+def compress_classifier_output_file_is_the_model_dirs_checkpoint_file(ctx):
+    result, model_dir = _compress_a_trained_classifier(
+        ctx, "--output_file={model_dir}/checkpoint")
+    assert_error(result, "compress_classifier",
+                 "--output_file=%s" % os.path.join(model_dir, "checkpoint"),
                  "--model_dir=%s" % model_dir)
 
 
 @case(needs=["run_ner_output_dir_and_init_checkpoint_are_a_classifiers_folder"])
 def compress_classifier_output_file_is_one_of_its_tflite_models(ctx):
-    model_dir = ctx.path("classifier")
-    shutil.copytree(
-        ctx.result_of("run_ner_output_dir_and_init_checkpoint_are_a_classifiers_folder"),
-        model_dir)
     tflite_dir = ctx.path("tflite")
     output = os.path.join(tflite_dir, "model_float16.tflite")
-    result = run_script("compress_classifier", [
-        "--bert_config_file=%s" % ctx.a.config, "--model_dir=%s" % model_dir,
-        "--max_seq_length=16", "--variants=float16", "--repeats=1", "--noplot",
-        "--output_file=%s" % output, "--tflite_dir=%s" % tflite_dir],
-        inputs=[model_dir, ctx.a.config], outputs=[ctx.dir])
+    result, _ = _compress_a_trained_classifier(
+        ctx, "--output_file=%s" % output, "--tflite_dir=%s" % tflite_dir)
     assert_error(result, "compress_classifier", "--tflite_dir names %s twice" % output,
                  "--output_file")
     assert not os.path.exists(tflite_dir)
