@@ -557,6 +557,32 @@ def run_classifier_generic_row_with_an_extra_column(ctx):
     assert not os.path.exists(os.path.join(out, "checkpoint"))
 
 
+@case()
+def run_classifier_eval_loss_overflows_on_a_score_of_1e30(ctx):
+    """A dev score of 1e30 (finite, so accepted) makes the squared error infinite: the
+    run stops naming the evaluation and the checkpoint; no eval_results.txt saying inf."""
+    data = ctx.path("data")
+    os.makedirs(data)
+    rows = ["the river runs\t1.5", "fish swim in the sea\t3.0", "the sun rises\t4.5",
+            "birds fly south\t2.0"]
+    with open(os.path.join(data, "train.tsv"), "w") as f:
+        f.write("sentence\tscore\n" + "\n".join(rows) + "\n")
+    with open(os.path.join(data, "dev.tsv"), "w") as f:
+        f.write("sentence\tscore\n" + rows[0] + "\nthe moon shines\t1e30\n")
+    out = ctx.path("run")
+    result = run_script("run_classifier", [
+        "--task_name=generic", "--task_type=regression", "--data_dir=%s" % data,
+        "--do_train", "--do_eval", "--output_dir=%s" % out, "--vocab_file=%s" % ctx.a.vocab,
+        "--bert_config_file=%s" % ctx.a.config, "--init_checkpoint=%s" % ctx.a.checkpoint,
+        "--max_seq_length=16", "--train_batch_size=2", "--eval_batch_size=2",
+        "--num_train_epochs=1"],
+        inputs=[data, ctx.a.vocab, ctx.a.config, ctx.a.model_dir], outputs=[ctx.dir])
+    assert_error(result, "run_classifier", "evaluation of the model at step 2 (%s" % out,
+                 "loss = inf", "--nan_policy=skip")
+    assert not os.path.exists(os.path.join(out, "eval_results.txt"))
+    assert tf.train.latest_checkpoint(out)  # the trained model is kept
+
+
 # ------------------------------------- issue 33: probe rows 7-9, 11-14, 17
 
 GPT2_SAMPLE_DIR = os.path.join(SAMPLE_DIR, "gpt2")

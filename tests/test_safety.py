@@ -496,6 +496,28 @@ def test_nan_policy_skip_goes_on_without_touching_the_weights(tmp_path):
         np.testing.assert_array_equal(mine, theirs)
 
 
+def test_a_nan_evaluation_loss_stops_before_it_is_reported(tmp_path):
+    """A NaN eval loss is an error naming the checkpoint (nothing written to eval/);
+    --nan_policy=skip reports it with a warning."""
+    stopped = _nan_trainer(tmp_path / "stop", "stop", bad_step=0)
+    with pytest.raises(trainer_lib.NonFiniteLossError,
+                       match=r"evaluation of the model at step 0 over 2 "
+                             r"batch\(es\) gave loss = nan .*no eval results.*--nan_policy=skip"):
+        stopped.evaluate(lambda context: _nan_input_fn().take(2), max_steps=None)
+    assert not (tmp_path / "stop" / "eval").exists()
+    # A saved checkpoint is named as the one evaluated.
+    stopped._make_manager()[1].save()  # pylint: disable=protected-access
+    with pytest.raises(trainer_lib.NonFiniteLossError, match=r"the checkpoint .*ckpt-1 "):
+        stopped.evaluate(lambda context: _nan_input_fn().take(2), max_steps=None)
+    skipped = _nan_trainer(tmp_path / "skip", "skip", bad_step=0)
+    results = skipped.evaluate(lambda context: _nan_input_fn().take(2), max_steps=None)
+    assert np.isnan(results["loss"])
+    # A finite evaluation is untouched by the check.
+    finite = _nan_trainer(tmp_path / "finite", "stop", bad_step=10 ** 9)
+    assert np.isfinite(finite.evaluate(lambda context: _nan_input_fn().take(2),
+                                       max_steps=None)["loss"])
+
+
 def test_nan_stops_a_graph_loop_at_the_bad_update(tmp_path):
     """With 10 updates per call, the loop itself ends at the first NaN update."""
     looped = _nan_trainer(tmp_path / "loop", "stop", steps=10, steps_per_loop=10,

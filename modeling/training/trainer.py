@@ -31,6 +31,7 @@ Objectives only contribute losses and metrics; everything else lives here:
 """
 
 import collections
+import math
 import os
 import time
 
@@ -48,7 +49,8 @@ NAN_POLICIES = ("stop", "skip")
 
 
 class NonFiniteLossError(ValueError):
-    """The loss or its gradient became NaN or infinite (nan_policy="stop")."""
+    """The loss or its gradient became NaN or infinite in training, or an evaluation
+    loss did (nan_policy="stop")."""
 
 
 def _as_int(variable):
@@ -546,6 +548,7 @@ class Trainer(object):
           dict with every metric (sum/count over all batches) and
           `global_step`; also written to TensorBoard under `eval/`.
         """
+        latest = None
         if restore:
             latest = self.latest_checkpoint()
             if latest:
@@ -566,6 +569,7 @@ class Trainer(object):
             steps += 1
         results = totals.result()
         results["global_step"] = _as_int(self.global_step)
+        self._check_finite_eval(results, steps, latest)
         if self.is_chief:
             writer = tf.summary.create_file_writer(os.path.join(self.model_dir, "eval"))
             with writer.as_default(step=results["global_step"]):
@@ -574,6 +578,33 @@ class Trainer(object):
                         tf.summary.scalar(name, value)
             writer.flush()
         return results
+
+    def _check_finite_eval(self, results, steps, checkpoint):
+        """A NaN or infinite evaluation loss stops (nan_policy="stop") before it is reported.
+
+        Only losses (and perplexities) are checked: a metric such as a
+        correlation of constant predictions may be NaN for a sound model.
+        """
+        bad = ["%s = %s" % (name, value) for name, value in results.items()
+               if ("loss" in name or "perplexity" in name) and not math.isfinite(value)]
+        if not bad:
+            return
+        step = results["global_step"]
+        if checkpoint:
+            where = "the checkpoint %s" % checkpoint
+        else:
+            latest = self.latest_checkpoint()
+            where = "the model at step %d" % step
+            if latest and latest.endswith("ckpt-%d" % step):
+                where += " (%s)" % latest
+        if self.nan_policy == "skip":
+            logging.warning("evaluation of %s over %d batch(es): %s (NaN or infinite); "
+                            "reported anyway (--nan_policy=skip).", where, steps, ", ".join(bad))
+            return
+        raise NonFiniteLossError(
+            "evaluation of %s over %d batch(es) gave %s (NaN or infinite); no eval results "
+            "were written. Check the eval data and that model, or pass "
+            "--nan_policy=skip to report such results" % (where, steps, ", ".join(bad)))
 
     # ---------------------------------------------------------------- predict
 
