@@ -79,7 +79,8 @@ from data import tf_example
 
 __all__ = ["HEADS", "UNION_KEYS", "TaskListError", "TaskSpec", "read_task_list",
            "sampling_probabilities", "write_ranking_records", "ranking_feature_spec",
-           "to_union", "task_dataset", "sampling_dataset"]
+           "to_union", "task_dataset", "sampling_dataset", "write_soft_targets",
+           "soft_target_spec", "SOFT_TARGETS", "SOFT_TARGET_WEIGHT"]
 
 CLASSIFICATION = "classification"
 REGRESSION = "regression"
@@ -98,6 +99,11 @@ SEQUENCE_KEYS = ("input_ids", "input_mask", "segment_ids", "tag_ids", "label_mas
 ROW_KEYS = ("task_id", "is_real_example", "label_ids", "label_values", "start_positions",
             "end_positions")
 UNION_KEYS = SEQUENCE_KEYS + ROW_KEYS
+# Multi-task distillation (`write_soft_targets`): a teacher ensemble's
+# probabilities, [rows, soft_width] float32 (zeros past a task's labels),
+# and per row 1.0 where the row has them (0.0 for tasks without teachers).
+SOFT_TARGETS = "soft_targets"
+SOFT_TARGET_WEIGHT = "soft_target_weight"
 
 
 class TaskListError(ValueError):
@@ -272,7 +278,7 @@ def _rows(features):
     return tf.shape(features["input_ids"])[0]
 
 
-def to_union(features, task_id, head, max_seq_length, num_choices=None):
+def to_union(features, task_id, head, max_seq_length, num_choices=None, soft_width=None):
     """One task's parsed batch as a multi-task batch: `UNION_KEYS`, zeros where unused.
 
     Args:
@@ -280,6 +286,9 @@ def to_union(features, task_id, head, max_seq_length, num_choices=None):
         SQuAD training features, int32 after `input_pipeline.decode_batch`).
       task_id: the task's index in the task list.
       head: its head type; for ranking, `num_choices` candidates per query.
+      soft_width: with teachers (multi-task distillation), every batch also
+        carries `SOFT_TARGETS` padded to this width and `SOFT_TARGET_WEIGHT`
+        (zeros for a task whose records hold no soft targets).
     """
     seq = max_seq_length
     if head == RANKING:
@@ -323,12 +332,48 @@ def to_union(features, task_id, head, max_seq_length, num_choices=None):
         if name not in out:
             out[name] = tf.zeros([rows], tf.float32 if name == "label_values" else tf.int32)
     # Rows are dynamic (tasks batch differently); the sequence length is static.
-    return {name: tf.ensure_shape(out[name], [None, seq] if name in SEQUENCE_KEYS else [None])
-            for name in UNION_KEYS}
+    union = {name: tf.ensure_shape(out[name], [None, seq] if name in SEQUENCE_KEYS else [None])
+             for name in UNION_KEYS}
+    if soft_width:
+        if SOFT_TARGETS in features:
+            soft = tf.cast(features[SOFT_TARGETS], tf.float32)
+            soft = tf.pad(soft, [[0, 0], [0, soft_width - soft.shape[-1]]])
+            weight = tf.ones([rows], tf.float32)
+        else:
+            soft = tf.zeros([rows, soft_width], tf.float32)
+            weight = tf.zeros([rows], tf.float32)
+        union[SOFT_TARGETS] = tf.ensure_shape(soft, [None, soft_width])
+        union[SOFT_TARGET_WEIGHT] = tf.ensure_shape(weight, [None])
+    return union
+
+
+def soft_target_spec(spec, num_labels):
+    """A classification record spec that also reads `write_soft_targets`' probabilities."""
+    return dict(spec, **{SOFT_TARGETS: tf.io.FixedLenFeature([num_labels], tf.float32)})
+
+
+def write_soft_targets(source, path, probabilities):
+    """Copies the records of `source` to `path` (atomic), record i with `SOFT_TARGETS` =
+    `probabilities[i]` (a teacher ensemble's class probabilities for that example)."""
+    records = [bytes(r) for r in tf.data.TFRecordDataset(source).as_numpy_iterator()]
+    if len(records) != len(probabilities):
+        raise ValueError("%s holds %d records but %d rows of soft targets were given"
+                         % (source, len(records), len(probabilities)))
+    outputs = atomic.TemporaryOutputs([path])
+    try:
+        with tf.io.TFRecordWriter(outputs.temporaries[0]) as writer:
+            for record, row in zip(records, probabilities):
+                example = tf.train.Example.FromString(record)
+                example.features.feature[SOFT_TARGETS].float_list.value[:] = [
+                    float(p) for p in row]
+                writer.write(example.SerializeToString())
+        outputs.commit()
+    finally:
+        outputs.discard()
 
 
 def task_dataset(path, spec, task_id, head, max_seq_length, batch_size, is_training,
-                 input_context=None, seed=None, num_choices=None):
+                 input_context=None, seed=None, num_choices=None, soft_width=None):
     """A task's TFRecords as multi-task batches (`to_union`).
 
     Training: shuffled, repeated, whole batches; eval: once, in order, the
@@ -338,7 +383,8 @@ def task_dataset(path, spec, task_id, head, max_seq_length, batch_size, is_train
     d = input_pipeline.tfrecord_dataset(path, spec, batch_size, is_training,
                                         input_context=input_context, seed=seed,
                                         drop_remainder=is_training)
-    return d.map(lambda f: to_union(f, task_id, head, max_seq_length, num_choices),
+    return d.map(lambda f: to_union(f, task_id, head, max_seq_length, num_choices,
+                                    soft_width=soft_width),
                  num_parallel_calls=tf.data.AUTOTUNE)
 
 

@@ -29,6 +29,10 @@ per-task losses and metrics (`<task>/loss`, `<task>/accuracy`, ...),
 task_sampling.txt (task, head, examples, probability) and eval_results.txt
 (`<task>/eval_accuracy`, `<task>/eval_f1`, ... per task).
 
+Multi-task distillation (Liu et al. 2019): `--teacher_dirs=A,B,C` (earlier runs'
+--output_dir) gives every classification task the teachers' averaged probabilities as
+soft targets; its loss is (1 - w) * CE(labels) + w * CE(soft), w = --soft_target_weight.
+
 Then fine-tune a task further from the multi-task encoder:
 `run_classifier.py` / `run_ner.py` / `run_squad.py` with
 `--init_checkpoint=/tmp/mtdnn` (the encoder loads, the head starts fresh).

@@ -64,6 +64,7 @@ checkpoint's encoder loads into any single-task model (`run_classifier.py`,
 import keras
 import tensorflow as tf
 
+from data.multitask import SOFT_TARGET_WEIGHT, SOFT_TARGETS
 from modeling import registry
 from modeling.layers.encoder_models import EncoderModel
 from modeling.layers.encoder_models import add_output_weights
@@ -157,13 +158,25 @@ class MultiTaskModel(EncoderModel, keras.Model):
         "dense" (the default), a SAN's ``"san_steps"`` (K, default 5) and
         ``"san_step_dropout"`` (default 0.1) its settings.
       dropout_rate, initializer_range: default the encoder's.
+      soft_target_weight: multi-task distillation (batches with
+        ``soft_targets``, `data.multitask.write_soft_targets`): a
+        classification task's loss is ``(1 - w) * CE(labels) + w * CE(soft
+        targets)`` on its rows that have soft targets; 0.5, the average of
+        the two, as in Liu et al. (2019), "Improving Multi-Task Deep Neural
+        Networks via Knowledge Distillation for Natural Language
+        Understanding".
     """
 
-    def __init__(self, encoder, tasks, dropout_rate=None, initializer_range=None, **kwargs):
+    def __init__(self, encoder, tasks, dropout_rate=None, initializer_range=None,
+                 soft_target_weight=0.5, **kwargs):
         kwargs.setdefault("name", "multitask_model")
         super().__init__(**kwargs)
         if not tasks:
             raise ValueError("a multi-task model needs at least one task")
+        if not 0.0 <= float(soft_target_weight) <= 1.0:
+            raise ValueError("soft_target_weight must be in [0, 1], got %r"
+                             % (soft_target_weight,))
+        self.soft_target_weight = float(soft_target_weight)
         self.encoder = encoder
         self.set_head_rates(initializer_range, dropout_rate)
         self.tasks = []
@@ -208,11 +221,12 @@ class MultiTaskModel(EncoderModel, keras.Model):
 
     @classmethod
     def from_config_object(cls, bert_config, tasks, family=registry.DEFAULT_FAMILY,
-                           **encoder_kwargs):
+                           soft_target_weight=0.5, **encoder_kwargs):
         """A model over a fresh encoder of `family` (a registered name) for `bert_config`."""
         encoder = registry.build_encoder(bert_config, family, **encoder_kwargs)
         return cls(encoder, tasks, dropout_rate=bert_config.hidden_dropout_prob,
-                   initializer_range=bert_config.initializer_range)
+                   initializer_range=bert_config.initializer_range,
+                   soft_target_weight=soft_target_weight)
 
     # ------------------------------------------------------------------ call
 
@@ -284,10 +298,14 @@ class MultiTaskModel(EncoderModel, keras.Model):
             return tf.where(condition, value, tf.zeros_like(value))
 
         if kind == CLASSIFICATION:
-            return classifier_lib.task_loss_and_metrics(
+            loss, metrics = classifier_lib.task_loss_and_metrics(
                 {"logits": outputs[name + "/logits"]},
                 {"label_ids": own("label_ids"), "is_real_example": weights},
                 CLASSIFICATION, task["num_labels"])
+            if SOFT_TARGETS in features:
+                loss, metrics = self._with_soft_targets(task, outputs[name + "/logits"],
+                                                        features, weights, loss, metrics)
+            return loss, metrics
         if kind == REGRESSION:
             predictions = outputs[name + "/predictions"]
             return classifier_lib.task_loss_and_metrics(
@@ -331,9 +349,22 @@ class MultiTaskModel(EncoderModel, keras.Model):
                  "start_accuracy": (correct(start_logits, starts), count),
                  "end_accuracy": (correct(end_logits, ends), count)})
 
+    def _with_soft_targets(self, task, logits, features, weights, loss, metrics):
+        """The hard-label loss mixed with the cross-entropy against the soft targets."""
+        soft = features[SOFT_TARGETS][:, :task["num_labels"]]
+        soft_weights = weights * tf.reshape(features[SOFT_TARGET_WEIGHT], [-1])
+        # A SAN's logits are log-probabilities already: log_softmax leaves them as they are.
+        per_row = -tf.reduce_sum(soft * tf.nn.log_softmax(logits, axis=-1), axis=-1)
+        soft_sum, soft_count = tf.reduce_sum(soft_weights * per_row), tf.reduce_sum(soft_weights)
+        soft_loss = tf.math.divide_no_nan(soft_sum, soft_count)
+        w = self.soft_target_weight
+        mixed = tf.where(soft_count > 0, (1.0 - w) * loss + w * soft_loss, loss)
+        return mixed, dict(metrics, soft_target_loss=(soft_sum, soft_count))
+
     # ---------------------------------------------------------------- config
 
     def get_config(self):
         return self.encoder_model_config(
             with_dtype=False, tasks=[dict(t) for t in self.tasks],
-            dropout_rate=self.dropout_rate, initializer_range=self.initializer_range)
+            dropout_rate=self.dropout_rate, initializer_range=self.initializer_range,
+            soft_target_weight=self.soft_target_weight)

@@ -61,9 +61,11 @@ import os
 from typing import Optional
 
 from absl import logging
+import numpy as np
 import tensorflow as tf
 
 from data import atomic
+from data import input_pipeline as input_pipeline_lib
 from data import multitask as data_lib
 from data import processors as processors_lib
 from data import squad as squad_lib
@@ -152,6 +154,17 @@ class MultitaskJob(settings.TrainerSettings):
         1.0, "Task t is drawn with probability ~ n_t^(1/T): 1 proportional to its size, "
         "larger values closer to uniform.")
     seed: Optional[int] = option(None, "Random seed for weights, dropout and task sampling.")
+    teacher_dirs: Optional[str] = option(
+        None, "Multi-task distillation: comma-separated output directories of earlier "
+        "run_multitask runs (the teacher ensemble, e.g. the same tasks trained with other "
+        "seeds). Each classification task learns from the average of the probabilities of "
+        "the teachers that have a head for it, besides its labels.")
+    teacher_config_file: Optional[str] = option(
+        None, "The teachers' model config (default: --bert_config_file).")
+    soft_target_weight: float = option(
+        0.5, "With --teacher_dirs: a task's loss is (1 - w) * cross-entropy with the labels "
+        "+ w * cross-entropy with the teachers' soft targets (0.5: their average, as in the "
+        "MT-DNN distillation paper).")
 
 
 @dataclasses.dataclass
@@ -196,6 +209,7 @@ class PreparedTask:
     classifier: Optional[str] = None       # classification: "san" or "dense"
     san_steps: int = san_lib.DEFAULT_STEPS
     san_step_dropout: float = san_lib.DEFAULT_STEP_DROPOUT
+    teachers: tuple = ()                   # distillation: the teacher dirs with its head
 
     @property
     def name(self):
@@ -320,20 +334,22 @@ def create_optimizer(job, num_train_steps, num_warmup_steps):
 # ------------------------------------------------------------------- input
 
 
-def _task_input(task, seq, rows, is_training, seed, input_context=None):
+def _task_input(task, seq, rows, is_training, seed, input_context=None, soft_width=None):
     path = task.train_file if is_training else task.dev_file
     return data_lib.task_dataset(path, task.spec_fn(seq, is_training), task.task_id, task.head, seq,
                                  task.batch_size(rows), is_training,
                                  input_context=input_context, seed=seed,
-                                 num_choices=task.num_choices)
+                                 num_choices=task.num_choices, soft_width=soft_width)
 
 
-def train_input_fn(tasks, probabilities, seq, batch_size, seed=None):
-    """`input_fn(input_context)`: batches of one task each, tasks drawn with `probabilities`."""
+def train_input_fn(tasks, probabilities, seq, batch_size, seed=None, soft_width=None):
+    """`input_fn(input_context)`: batches of one task each, tasks drawn with `probabilities`
+    (with `soft_width`, the teachers' soft targets in every batch)."""
 
     def input_fn(input_context=None):
         datasets = [_task_input(task, seq, batch_size, True,
-                                None if seed is None else seed + task.task_id, input_context)
+                                None if seed is None else seed + task.task_id, input_context,
+                                soft_width=soft_width)
                     for task in tasks]
         return data_lib.sampling_dataset(datasets, probabilities, seed=seed)
 
@@ -407,6 +423,42 @@ class MultitaskRunner(job_lib.JobRunner):
             self.specs = data_lib.read_task_list(job.task_list_file)
         except data_lib.TaskListError as e:
             raise MultitaskJobError(str(e)) from None
+        self.check_teachers()
+
+    def check_teachers(self):
+        """--teacher_dirs: each a directory holding a checkpoint, none the --output_dir;
+        --soft_target_weight in [0, 1]; the teachers' config read."""
+        job = self.job
+        self.teacher_checkpoints = []
+        if not job.teacher_dirs:
+            return
+        if not job.do_train:
+            raise MultitaskJobError("--teacher_dirs is given without --do_train: the "
+                                    "teachers' soft targets are for training")
+        if not 0.0 <= job.soft_target_weight <= 1.0:
+            raise MultitaskJobError("--soft_target_weight=%s: expected a number from 0 to 1"
+                                    % job.soft_target_weight)
+        output = os.path.realpath(job.output_dir)
+        for directory in [d.strip() for d in job.teacher_dirs.split(",") if d.strip()]:
+            if os.path.realpath(directory) == output:
+                raise MultitaskJobError("--teacher_dirs=%s is the --output_dir; a teacher is "
+                                        "an earlier run's directory" % directory)
+            latest = tf.train.latest_checkpoint(directory) if os.path.isdir(directory) else None
+            if not latest:
+                raise MultitaskJobError("--teacher_dirs=%s: no checkpoint there (expected "
+                                        "the --output_dir of a finished run_multitask run)"
+                                        % directory)
+            self.teacher_checkpoints.append((directory, latest))
+        if not self.teacher_checkpoints:
+            raise MultitaskJobError("--teacher_dirs=%r names no directory" % job.teacher_dirs)
+        config_flag = "teacher_config_file" if job.teacher_config_file else "bert_config_file"
+        self.teacher_config = self.load_family_config(config_flag)[1]
+        if self.teacher_config.vocab_size != self.config.vocab_size:
+            raise MultitaskJobError("--%s=%s has vocab_size %d, the student's %d: teachers "
+                                    "read the student's records, so they share its "
+                                    "vocabulary" % (config_flag, getattr(job, config_flag),
+                                                    self.teacher_config.vocab_size,
+                                                    self.config.vocab_size))
 
     def check_family(self, family):
         if not family.has_pooler:
@@ -425,6 +477,9 @@ class MultitaskRunner(job_lib.JobRunner):
         sizes = [task.num_train for task in self.tasks]
         self.probabilities = data_lib.sampling_probabilities(sizes, job.sampling_temperature)
         self.training_steps(sum(sizes))  # refused before task_sampling.txt is written
+        self.soft_width = None
+        if self.teacher_checkpoints:
+            self.soft_width = self.write_soft_targets()
         for task, p in zip(self.tasks, self.probabilities):
             logging.info("Task %s (%s%s): %d training examples, sampled with p=%.4f",
                          task.name, task.head,
@@ -654,6 +709,111 @@ class MultitaskRunner(job_lib.JobRunner):
         task.dev_examples, task.dev_features = part.predict_examples, part.predict_features
         task.spec_fn = squad_lib.feature_spec
 
+    # ----- distillation --------------------------------------------------------------------
+
+    def _teacher_tasks(self, directory, checkpoint):
+        """The student's classification tasks that the teacher at `checkpoint` has a head
+        for, as the teacher's model tasks (its own kind of classifier)."""
+        stored = set(object_based.model_variable_keys(tf.train.load_checkpoint(checkpoint),
+                                                      checkpoint))
+        tasks = []
+        for task in self.tasks:
+            prefix = "head_%s/" % task.name
+            if task.head != data_lib.CLASSIFICATION or prefix + "output_weights" not in stored:
+                continue
+            model_task = task.model_task()
+            model_task["classifier"] = (model_lib.SAN if prefix + "attention_kernel" in stored
+                                        else model_lib.DENSE)
+            if model_task["classifier"] == model_lib.DENSE:
+                for key in ("san_steps", "san_step_dropout"):
+                    model_task.pop(key, None)
+            tasks.append((task, model_task))
+        logging.info("Teacher %s: soft targets for %s", directory,
+                     ", ".join(t.name for t, _ in tasks) or "no task of this run")
+        return tasks
+
+    def _teacher_probabilities(self, directory, checkpoint):
+        """{task name: [examples, labels] probabilities} of one teacher on the training
+        records, in record order."""
+        job = self.job
+        tasks = self._teacher_tasks(directory, checkpoint)
+        if not tasks:
+            return {}
+        model = model_lib.MultiTaskModel.from_config_object(
+            self.teacher_config, [model_task for _, model_task in tasks], family=self.family)
+        probabilities = {}
+        for index, (task, _) in enumerate(tasks):
+            dataset = input_pipeline_lib.tfrecord_dataset(
+                task.train_file, task.spec_fn(job.max_seq_length, False), job.eval_batch_size,
+                is_training=False, drop_remainder=False)
+            rows = []
+            for features in dataset:
+                features = dict(features, task_id=tf.fill(tf.shape(features["label_ids"])[:1],
+                                                          index))
+                if not rows and index == 0:
+                    model(features, training=False)  # builds the variables
+                    self._restore_teacher(model, directory, checkpoint)
+                rows.append(model(features, training=False)[task.name + "/probabilities"])
+            probabilities[task.name] = np.concatenate([r.numpy() for r in rows], axis=0)
+        return probabilities
+
+    def _restore_teacher(self, model, directory, checkpoint):
+        """Every weight of `model` (encoder and heads) from the trainer checkpoint, by path."""
+        reader = tf.train.load_checkpoint(checkpoint)
+        stored = object_based.model_variable_keys(reader, checkpoint)
+        shapes = reader.get_variable_to_shape_map()
+        for variable in model.weights:
+            if "seed_generator" in variable.path:
+                continue
+            key = stored.get(variable.path)
+            if key is None or tuple(shapes[key]) != tuple(variable.shape):
+                raise MultitaskJobError(
+                    "--teacher_dirs=%s: its checkpoint %s has %s for the teacher model's %s "
+                    "%s (the model of --%s and this task list)"
+                    % (directory, checkpoint, "no weight" if key is None else
+                       "shape %s" % (tuple(shapes[key]),), variable.path,
+                       tuple(variable.shape), "teacher_config_file"
+                       if self.job.teacher_config_file else "bert_config_file"))
+            variable.assign(reader.get_tensor(key))
+
+    def write_soft_targets(self):
+        """Each classification task with teachers gets ``<task>/train_soft.tf_record``: its
+        training records with the teachers' average probabilities (Liu et al. 2019, MT-DNN
+        distillation); returns the widest label set (the batches' soft-target width)."""
+        job = self.job
+        total, teachers = {}, {}
+        for directory, checkpoint in self.teacher_checkpoints:
+            for name, probabilities in self._teacher_probabilities(directory,
+                                                                   checkpoint).items():
+                total[name] = total.get(name, 0.0) + probabilities.astype(np.float64)
+                teachers.setdefault(name, []).append(directory)
+        if not total:
+            raise MultitaskJobError("--teacher_dirs=%s: no teacher has a head for a "
+                                    "classification task of --task_list_file=%s"
+                                    % (job.teacher_dirs, job.task_list_file))
+        width = 0
+        for task in self.tasks:
+            if task.name not in total:
+                continue
+            average = total[task.name] / len(teachers[task.name])
+            soft_file = os.path.join(job.output_dir, task.name, "train_soft.tf_record")
+            data_lib.write_soft_targets(task.train_file, soft_file, average)
+            task.train_file, task.teachers = soft_file, tuple(teachers[task.name])
+            task.spec_fn = (lambda s, training, base=task.spec_fn, n=task.num_labels:
+                            data_lib.soft_target_spec(base(s, training), n)
+                            if training else base(s, training))
+            width = max(width, task.num_labels)
+            logging.info("Task %s: soft targets of %d teacher(s), which agree with the "
+                         "labels on %.1f%% of the training examples", task.name,
+                         len(task.teachers), 100.0 * self._agreement(task, average))
+        return width
+
+    def _agreement(self, task, average):
+        labels = [int(np.reshape(f["label_ids"], [-1])[0]) for f in tf.data.TFRecordDataset(task.train_file).map(
+            lambda r: tf.io.parse_single_example(r, task.spec_fn(self.job.max_seq_length,
+                                                                 False))).as_numpy_iterator()]
+        return float(np.mean(np.argmax(average, axis=-1) == np.asarray(labels)))
+
     # ----- training ----------------------------------------------------------------------
 
     def training_steps(self, num_examples):
@@ -675,7 +835,8 @@ class MultitaskRunner(job_lib.JobRunner):
 
     def build_model(self):
         return model_lib.MultiTaskModel.from_config_object(
-            self.config, [task.model_task() for task in self.tasks], family=self.family)
+            self.config, [task.model_task() for task in self.tasks], family=self.family,
+            soft_target_weight=self.job.soft_target_weight)
 
     def build_trainer(self, **overrides):
         """`JobRunner.build_trainer` with `create_optimizer` (idle heads kept as they are)."""
@@ -687,7 +848,8 @@ class MultitaskRunner(job_lib.JobRunner):
     def train_input_fn(self):
         job = self.job
         return train_input_fn(self.tasks, self.probabilities, job.max_seq_length,
-                              job.train_batch_size, seed=job.seed)
+                              job.train_batch_size, seed=job.seed,
+                              soft_width=getattr(self, "soft_width", None))
 
     # ----- evaluation --------------------------------------------------------------------
 
