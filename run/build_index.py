@@ -51,5 +51,6 @@ def main(_):
 
 
 if __name__ == "__main__":
+    # --init_checkpoint too: an index of random weights no match.py run can use.
     script.run(main, required_flags=["input_file", "output_file", "vocab_file",
-                                     "bert_config_file"])
+                                     "bert_config_file", "init_checkpoint"])

@@ -5,5 +5,128 @@ Registered with `bad_inputs_kit.case`; `tests/test_bad_inputs.py` runs them.
 """
 
 import os
+import shutil
 
-from bad_inputs_kit import assert_error, case, run_script  # pylint: disable=unused-import
+from bad_inputs_kit import _sha256, assert_error, assert_ok, case, run_script  # pylint: disable=unused-import
+
+
+# ------------------------------------------------------------ build_index
+
+def _faq(ctx, text, name="faq.tsv"):
+    path = ctx.path(name)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return path
+
+
+FAQ = "q1\thow do I reset my password\nq2\twhere is my invoice\nq3\tcan I change my email\n"
+
+
+def _build_index(ctx, faq, output, *extra, checkpoint=True):
+    """build_index.py on `faq` with the tiny model; `result`."""
+    args = ["--input_file=%s" % faq, "--output_file=%s" % output,
+            "--bert_config_file=%s" % ctx.a.config, "--vocab_file=%s" % ctx.a.vocab,
+            "--max_seq_length=16"] + list(extra)
+    if checkpoint:
+        args.append("--init_checkpoint=%s" % ctx.a.checkpoint)
+    return run_script("build_index", args,
+                      inputs=[faq, ctx.a.config, ctx.a.vocab, ctx.a.model_dir],
+                      outputs=[ctx.dir])
+
+
+@case()
+def build_index_row_without_a_tab(ctx):
+    faq = _faq(ctx, "q1\thow do I reset my password\nq2 where is my invoice\n")
+    output = ctx.path("out", "faq_index.npz")
+    result = _build_index(ctx, faq, output)
+    assert_error(result, "build_index", "%s:2:" % faq, "id<TAB>question", "1 column(s)")
+    assert not os.path.exists(ctx.path("out"))
+
+
+@case()
+def build_index_duplicate_id(ctx):
+    faq = _faq(ctx, FAQ + "q1\thow can I reset the password\n")
+    output = ctx.path("out", "faq_index.npz")
+    result = _build_index(ctx, faq, output)
+    assert_error(result, "build_index", "%s:4:" % faq, "'q1' already used on line 1",
+                 "unique ids")
+    assert not os.path.exists(ctx.path("out"))
+
+
+@case()
+def build_index_output_file_is_its_input_file(ctx):
+    faq = _faq(ctx, FAQ)
+    result = _build_index(ctx, faq, faq)  # `inputs`: the questions are unchanged
+    assert_error(result, "build_index", "--output_file=%s" % faq, "is also an input",
+                 "--input_file")
+
+
+@case()
+def build_index_without_init_checkpoint(ctx):
+    """Random weights make an index that every match.py run refuses: required."""
+    faq = _faq(ctx, FAQ)
+    output = ctx.path("out", "faq_index.npz")
+    result = _build_index(ctx, faq, output, checkpoint=False)
+    assert_error(result, "build_index", "--init_checkpoint", status=2)
+    assert not os.path.exists(ctx.path("out"))
+
+
+# ------------------------------------------------------------------ match
+
+def _other_checkpoint(ctx):
+    """A Google-format checkpoint of the tiny config with other (random) weights."""
+    from modeling import bert as config_lib  # pylint: disable=import-outside-toplevel
+    from modeling import checkpoints  # pylint: disable=import-outside-toplevel
+    from modeling import recipes  # pylint: disable=import-outside-toplevel
+    folder = ctx.path("other_model")
+    os.makedirs(folder)
+    return checkpoints.save_google_checkpoint(
+        recipes.build_bert_pretrainer(config_lib.load_bert_config(ctx.a.config)),
+        os.path.join(folder, "bert_model.ckpt"))
+
+
+@case(script="match")
+def match_init_checkpoint_is_another_model_than_the_index(ctx):
+    """The index of the tiny model, queried through another checkpoint of the same shape."""
+    faq = _faq(ctx, FAQ)
+    index = ctx.path("index", "faq_index.npz")
+    assert_ok(_build_index(ctx, faq, index))
+    other = _other_checkpoint(ctx)
+    output = ctx.path("out", "matches.jsonl")
+    result = run_script("match", [
+        "--index_file=%s" % index, "--query=reset my password", "--init_checkpoint=%s" % other,
+        "--output_file=%s" % output], inputs=[index, os.path.dirname(other)], outputs=[ctx.dir])
+    assert_error(result, "match", index, "another encoder", "probe sentence")
+    assert not os.path.exists(ctx.path("out"))
+    return index  # unchanged (checked): the index of the cases below
+
+
+@case()
+def match_index_file_is_the_question_file(ctx):
+    faq = _faq(ctx, FAQ)
+    result = run_script("match", ["--index_file=%s" % faq, "--query=reset my password"],
+                        inputs=[faq], outputs=[ctx.dir])
+    assert_error(result, "match", faq, "not an index written by build_index.py")
+
+
+@case(needs=["match_init_checkpoint_is_another_model_than_the_index"])
+def match_output_file_is_the_index_file(ctx):
+    index = ctx.path("faq_index.npz")
+    shutil.copyfile(ctx.result_of("match_init_checkpoint_is_another_model_than_the_index"),
+                    index)
+    result = run_script("match", [
+        "--index_file=%s" % index, "--query=reset my password", "--output_file=%s" % index],
+        inputs=[index, ctx.a.model_dir], outputs=[ctx.dir])
+    assert_error(result, "match", "--output_file=%s" % index, "is also an input",
+                 "--index_file")
+
+
+@case(needs=["match_init_checkpoint_is_another_model_than_the_index"])
+def match_top_k_0(ctx):
+    index = ctx.result_of("match_init_checkpoint_is_another_model_than_the_index")
+    output = ctx.path("out", "matches.jsonl")
+    result = run_script("match", ["--index_file=%s" % index, "--query=reset my password",
+                                  "--top_k=0", "--output_file=%s" % output],
+                        inputs=[index], outputs=[ctx.dir])
+    assert_error(result, "match", "--top_k=0", "at least 1")
+    assert not os.path.exists(ctx.path("out"))
