@@ -130,3 +130,57 @@ def match_top_k_0(ctx):
                         inputs=[index], outputs=[ctx.dir])
     assert_error(result, "match", "--top_k=0", "at least 1")
     assert not os.path.exists(ctx.path("out"))
+
+
+# ----------------------------------------------------- convert_checkpoint
+
+def _model_copy(ctx):
+    """A copy of the tiny Google folder (checkpoint, bert_config.json, vocab.txt)."""
+    folder = ctx.path("model")
+    shutil.copytree(ctx.a.model_dir, folder)
+    shutil.copyfile(ctx.a.config, os.path.join(folder, "bert_config.json"))
+    shutil.copyfile(ctx.a.vocab, os.path.join(folder, "vocab.txt"))
+    return folder
+
+
+@case()
+def convert_checkpoint_output_dir_holds_files(ctx):
+    """A folder of the user's (another export, notes) is not overwritten, nor merged into."""
+    folder = _model_copy(ctx)
+    out = ctx.path("hf_model")
+    os.makedirs(out)
+    notes = os.path.join(out, "notes.txt")
+    with open(notes, "w") as f:
+        f.write("my earlier export\n")
+    result = run_script("convert_checkpoint", [
+        "--init_checkpoint=%s" % folder, "--output_format=hf", "--output_dir=%s" % out],
+        inputs=[folder, out], outputs=[ctx.dir])
+    assert_error(result, "convert_checkpoint", "--output_dir=%s" % out, "already holds files",
+                 "new or empty folder")
+    assert os.listdir(out) == ["notes.txt"]
+    assert "Loaded" not in result.stderr, "refused only after loading the model"
+
+
+@case()
+def convert_checkpoint_output_dir_is_its_init_checkpoint_folder(ctx):
+    folder = _model_copy(ctx)
+    prefix = os.path.join(folder, os.path.basename(ctx.a.checkpoint))
+    result = run_script("convert_checkpoint", [
+        "--init_checkpoint=%s" % prefix, "--output_format=google", "--output_dir=%s" % folder],
+        inputs=[folder], outputs=[ctx.dir])
+    assert_error(result, "convert_checkpoint", "--output_dir=%s" % folder,
+                 "would overwrite --init_checkpoint=%s" % prefix)
+
+
+@case()
+def convert_checkpoint_init_checkpoint_does_not_exist(ctx):
+    """A mistyped checkpoint prefix (``bert_model.ckpt-1`` for ``bert_model.ckpt``)."""
+    folder = _model_copy(ctx)
+    missing = os.path.join(folder, "bert_model.ckpt-1")
+    out = ctx.path("hf_model")
+    result = run_script("convert_checkpoint", [
+        "--init_checkpoint=%s" % missing, "--output_dir=%s" % out],
+        inputs=[folder], outputs=[ctx.dir])
+    assert_error(result, "convert_checkpoint", "--init_checkpoint=%s" % missing,
+                 "no such file, folder or checkpoint prefix")
+    assert not os.path.exists(out)

@@ -60,9 +60,19 @@ class ConvertSettings:
                 raise ValueError("--%s=%s: no such file" % (name, path))
         target = os.path.abspath(self.output_dir)
         source = os.path.abspath(self.init_checkpoint)
+        if not (os.path.exists(source) or os.path.isfile(source + ".index")):
+            raise ValueError("--init_checkpoint=%s: no such file, folder or checkpoint prefix"
+                             % self.init_checkpoint)
         if target == source or source.startswith(target + os.sep):
             raise ValueError("--output_dir=%s would overwrite --init_checkpoint=%s"
                              % (self.output_dir, self.init_checkpoint))
+        # Before the model is loaded (export refuses the same, but only then).
+        if os.path.isfile(target):
+            raise ValueError("--output_dir=%s is a file; expected a new or empty folder"
+                             % self.output_dir)
+        if os.path.isdir(target) and os.listdir(target):
+            raise ValueError("--output_dir=%s already holds files; expected a new or empty "
+                             "folder" % self.output_dir)
 
 
 def _tokenizer(settings, folder, config):
