@@ -184,3 +184,37 @@ def convert_checkpoint_init_checkpoint_does_not_exist(ctx):
     assert_error(result, "convert_checkpoint", "--init_checkpoint=%s" % missing,
                  "no such file, folder or checkpoint prefix")
     assert not os.path.exists(out)
+
+
+# ------------------------------------------------------ zero_shot_transfer
+
+def _zero_shot_refusal(ctx, flag, *needles):
+    """zero_shot_transfer.py with one bad `flag`: refused before anything is written."""
+    out = ctx.path("zero_shot")
+    result = run_script("zero_shot_transfer", ["--output_dir=%s" % out, flag],
+                        outputs=[ctx.dir])
+    assert_error(result, "zero_shot_transfer", *needles)
+    assert not os.path.exists(out), "refused after writing %s" % os.listdir(out)
+
+
+@case()
+def zero_shot_transfer_language_sampling_alpha_above_1(ctx):
+    _zero_shot_refusal(ctx, "--language_sampling_alpha=1.5", "--language_sampling_alpha=1.5",
+                       "[0, 1]")
+
+
+@case()
+def zero_shot_transfer_pretrain_steps_0(ctx):
+    _zero_shot_refusal(ctx, "--pretrain_steps=0", "--pretrain_steps=0", "positive integer")
+
+
+@case()
+def zero_shot_transfer_num_train_epochs_0(ctx):
+    """Found only after both models were pre-trained (minutes) before the fix."""
+    _zero_shot_refusal(ctx, "--num_train_epochs=0", "--num_train_epochs=0",
+                       "finite positive number")
+
+
+@case()
+def zero_shot_transfer_learning_rate_minus_1(ctx):
+    _zero_shot_refusal(ctx, "--learning_rate=-1", "--learning_rate=-1", "finite positive number")

@@ -32,6 +32,7 @@ Results go to `output_dir/zero_shot.json` (atomically).
 
 import dataclasses
 import json
+import math
 import os
 import re
 from typing import Optional
@@ -106,10 +107,25 @@ def _classify(job, task, pre_dir, output_dir, dev_file, do_train):
     return result.eval_results["eval_accuracy"]
 
 
-def run(job):
-    """Pre-trains both models, fine-tunes each on English, evaluates on English and Chinese."""
+def _check(job):
+    """Every flag's value, before anything is written or trained (one line naming the flag)."""
     if not job.output_dir:
         raise ValueError("--output_dir is required")
+    if not 0 <= job.language_sampling_alpha <= 1:  # (NaN too)
+        raise ValueError("--language_sampling_alpha=%r: expected a number in [0, 1] (mBERT: 0.7)"
+                         % (job.language_sampling_alpha,))
+    if job.pretrain_steps is not None and job.pretrain_steps < 1:
+        raise ValueError("--pretrain_steps=%d: expected a positive integer (or none: the "
+                         "demo's)" % job.pretrain_steps)
+    for name in ("num_train_epochs", "learning_rate"):
+        value = getattr(job, name)
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError("--%s=%r: expected a finite positive number" % (name, value))
+
+
+def run(job):
+    """Pre-trains both models, fine-tunes each on English, evaluates on English and Chinese."""
+    _check(job)
     work_dir = os.path.abspath(job.output_dir)
     task, sizes = build_time_of_day_task(os.path.join(work_dir, "task"))
     english = os.path.join(pretraining.SAMPLE_DIR, "sample_en.txt")
