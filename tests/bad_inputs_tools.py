@@ -186,6 +186,16 @@ def convert_checkpoint_init_checkpoint_does_not_exist(ctx):
     assert not os.path.exists(out)
 
 
+# ------------------------------------------------------------ data_service
+
+@case()
+def data_service_worker_dispatcher_address_without_protocol(ctx):
+    result = run_script("data_service", ["--role=worker", "--dispatcher_address=localhost:5050",
+                                         "--dispatcher_wait_seconds=0"], timeout=60)
+    assert_error(result, "data_service", "--dispatcher_address=localhost:5050",
+                 "PROTOCOL://HOST:PORT")
+
+
 # ------------------------------------------------------ zero_shot_transfer
 
 def _zero_shot_refusal(ctx, flag, *needles):
