@@ -407,7 +407,7 @@ def write_ablation(data_dir, output_dir, ablation, files=None):
         raise ValueError("unknown ablation %r (expected one of %s)"
                          % (ablation, ", ".join(ABLATIONS)))
     _check_dirs(data_dir, output_dir)
-    counts = {}
+    outputs = []  # every split read and checked before any file is written
     for split, path in _arct_files(data_dir, files).items():
         header, examples = _read_arct(data_dir, split, path)
         rows = []
@@ -416,6 +416,9 @@ def write_ablation(data_dir, output_dir, ablation, files=None):
             for column in ABLATIONS[ablation]:
                 fields[column] = ""
             rows.append(_tsv_line(header, fields, example.source))
+        outputs.append((split, path, header, rows))
+    counts = {}
+    for split, path, header, rows in outputs:
         _write_arct(os.path.join(output_dir, os.path.basename(path)), header, rows)
         counts[split] = len(rows)
     return counts
@@ -481,7 +484,7 @@ def write_adversarial(data_dir, output_dir, keep_original=True, files=None):
       ``written``). Also written to ``adversarial_report.json`` in `output_dir`.
     """
     _check_dirs(data_dir, output_dir)
-    report = {}
+    planned = []  # every split read, checked and negated before any file is written
     for split, path in _arct_files(data_dir, files).items():
         header, examples = _read_arct(data_dir, split, path)
         originals, adversarial, unsupported = [], [], []
@@ -499,6 +502,10 @@ def write_adversarial(data_dir, output_dir, keep_original=True, files=None):
             adversarial.append(_tsv_line(header, _negated_copy(fields, negated),
                                          example.source))
         rows = (originals if keep_original else []) + adversarial
+        planned.append((split, path, header, examples, rows, adversarial, unsupported, rules,
+                        reasons))
+    report = {}
+    for split, path, header, examples, rows, adversarial, unsupported, rules, reasons in planned:
         out_path = os.path.join(output_dir, os.path.basename(path))
         _write_arct(out_path, header, rows)
         # The balance of what was written, read back as run_classifier will read it.

@@ -58,7 +58,8 @@ class ShortcutSettings:
     keep_original: bool = option(
         True, "arct_adversarial: write each negatable row and its negated copy, Niven & "
         "Kao's set, every warrant cue at chance (--nokeep_original: the copies only).")
-    per_template: int = option(100, "hans_generate: pairs per template (30 templates).")
+    per_template: int = option(100, "hans_generate: pairs per template (30 templates).",
+                               lower_bound=1)
     seed: int = option(0, "hans_generate: random seed.")
     subcases: Optional[List[str]] = option(None, "hans_generate: only these sub-cases.")
     predictions_file: Optional[str] = option(
@@ -81,10 +82,13 @@ class ShortcutSettings:
     def orders(self):
         """`ngram_orders` as integers."""
         try:
-            return [int(o) for o in self.ngram_orders]
+            orders = [int(o) for o in self.ngram_orders]
         except ValueError:
-            raise ValueError("--ngram_orders=%s: expected integers such as 1,2"
-                             % ",".join(self.ngram_orders)) from None
+            orders = None
+        if not orders or any(o < 1 for o in orders):
+            raise ValueError("--ngram_orders=%s: expected positive integers such as 1,2"
+                             % ",".join(self.ngram_orders))
+        return orders
 
     def generic_processor_options(self):
         """The generic processor's keyword arguments (`arct.load_examples`), {} for others."""
