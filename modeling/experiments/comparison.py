@@ -74,10 +74,12 @@ class CompareJob:
         help="Models to compare, in table order: %s." % ",".join(MODELS),
         default_factory=lambda: list(MODELS))
     pretrain_steps: Optional[int] = option(
-        None, "Pre-training steps of every model (default: each recipe's demo budget).")
+        None, "Pre-training steps of every model (default: each recipe's demo budget).",
+        lower_bound=1)
     num_train_epochs: float = option(
-        3.0, "Fine-tuning epochs over the task's training sentences (all models).")
-    train_batch_size: int = option(32, "Fine-tuning batch size.")
+        3.0, "Fine-tuning epochs over the task's training sentences (all models).",
+        check=(lambda v: v is not None and v > 0, "--num_train_epochs must be > 0."))
+    train_batch_size: int = option(32, "Fine-tuning batch size.", lower_bound=1)
     max_seq_length: int = option(
         48, "Tokens per sentence in fine-tuning (word pieces for BERT, words otherwise).")
     seed: int = option(12345, "Seed of the task's shuffles and of every run.")
@@ -265,6 +267,12 @@ def compare(job):
     """Pre-trains and fine-tunes each model of `job.models`; returns the table's rows."""
     if not job.output_dir:
         raise ValueError("--output_dir is required")
+    if not job.models:
+        raise ValueError("--models: none given; expected some of %s" % ",".join(MODELS))
+    twice = sorted({m for m in job.models if job.models.count(m) > 1})
+    if twice:
+        raise ValueError("--models names %s twice; expected each model once"
+                         % ", ".join(twice))
     unknown = [m for m in job.models if m not in MODELS]
     if unknown:
         raise ValueError("--models: unknown model(s) %s; expected some of %s"
