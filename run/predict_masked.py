@@ -48,7 +48,8 @@ def main(_):
     else:
         if settings.output_file:
             atomic.check_outputs([("--output_file", settings.output_file)],
-                                 [("--input_file", settings.input_file or "")])
+                                 [("--input_file", settings.input_file or ""),
+                                  ("--init_checkpoint", settings.init_checkpoint)])
         results = folder_inference.folder_fill_mask(folder, settings, _texts(settings))
     _report(settings, results)
 
@@ -74,7 +75,9 @@ def _from_files(settings):
     if settings.output_file:
         atomic.check_outputs([("--output_file", settings.output_file)],
                              [("--input_file", settings.input_file or ""),
-                              ("--vocab_file", settings.vocab_file)])
+                              ("--vocab_file", settings.vocab_file),
+                              ("--bert_config_file", settings.bert_config_file),
+                              ("--init_checkpoint", settings.init_checkpoint)])
     texts = _texts(settings)
     if settings.precision == "bf16":
         keras.mixed_precision.set_global_policy("mixed_bfloat16")

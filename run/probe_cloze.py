@@ -39,7 +39,9 @@ def main(_):
         atomic.check_outputs([("--output_file", settings.output_file)]
                              + ([("--plot", plot_file)] if plot_file else []),
                              [("--facts_file", settings.facts_file),
-                              ("--vocab_file", settings.vocab_file)])
+                              ("--vocab_file", settings.vocab_file),
+                              ("--bert_config_file", settings.bert_config_file),
+                              ("--init_checkpoint", settings.init_checkpoint)])
     facts = cloze.read_facts(settings.facts_file)
     bert_config = config_lib.load_bert_config(settings.bert_config_file)
     tokenizer = tokenization.FullTokenizer(settings.vocab_file, settings.do_lower_case)
