@@ -158,6 +158,10 @@ class Family:
             writes) Hugging Face model folders of those `model_type`s;
             `modeling.pretrained` finds the family of a folder through it.
             None: no HF folder format.
+        presets: `() -> names` of the family's named model sizes
+            (`config_class.from_preset(name, vocab_size=...)` builds one):
+            every script's config flag takes such a name instead of a file
+            (`--bert_config_file=bert_base`), see `config_from`. None: none.
     """
 
     name: str
@@ -177,6 +181,27 @@ class Family:
     feature_extractor: Optional[Callable] = None
     hf: Optional[Any] = None
     sentence_vector: str = "pooled"
+    presets: Optional[Callable] = None
+
+    def preset_names(self):
+        return list(self.presets()) if self.presets is not None else []
+
+    def config_from(self, path_or_preset, vocab_size=None):
+        """The config of a file (`load_config`) or of a preset name (`presets`).
+
+        A preset takes `vocab_size` (None: the preset's own default, e.g.
+        30522 for BERT). Neither a file nor a preset: `FileNotFoundError`
+        naming the path and the family's presets.
+        """
+        if os.path.exists(path_or_preset) or "://" in str(path_or_preset):
+            return self.load_config(path_or_preset)
+        if path_or_preset in self.preset_names():
+            kwargs = {} if vocab_size is None else {"vocab_size": int(vocab_size)}
+            return self.config_class.from_preset(path_or_preset, **kwargs)
+        raise FileNotFoundError(
+            "%s: no such file%s" % (path_or_preset, (
+                ", nor a preset of the %s family (%s)" % (self.name, ", ".join(
+                    self.preset_names()))) if self.presets is not None else ""))
 
     def activation(self, config):
         if self.head_activation is not None:

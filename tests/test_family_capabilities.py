@@ -113,6 +113,49 @@ def test_the_built_in_families_register_their_capabilities():
     assert registry.default_first(["albert", "cove"]) == ["albert", "cove"]
 
 
+def test_families_register_their_presets_and_config_flags_take_a_preset(tmp_path,
+                                                                       sample_vocab_file):
+    """`Family.presets`: a config flag names a size instead of a file; the model gets the
+    vocabulary's size; a name that is neither a file nor a preset is refused naming both."""
+    from modeling.bert import BertConfig  # pylint: disable=g-import-not-at-top
+    from modeling.recipes import pretraining  # pylint: disable=g-import-not-at-top
+    from modeling import recipes  # pylint: disable=g-import-not-at-top
+    from modeling.tasks import classifier_job  # pylint: disable=g-import-not-at-top
+    assert {"albert", "bert", "gpt", "gpt2"} <= set(registry.families_with("presets"))
+    bert = registry.families.get("bert")
+    assert bert.config_from("bert_mini", vocab_size=77).to_dict() == BertConfig.from_preset(
+        "L-4_H-256", vocab_size=77).to_dict()
+    assert bert.config_from("bert_base").vocab_size == 30522  # the preset's own
+    albert = registry.families.get("albert").config_from("albert_base", vocab_size=50)
+    assert (albert.hidden_size, albert.embedding_size, albert.vocab_size) == (768, 128, 50)
+    with pytest.raises(FileNotFoundError) as info:
+        bert.config_from(str(tmp_path / "bert_bse"))
+    assert str(info.value).startswith("%s: no such file, nor a preset of the bert family "
+                                      "(L-2_H-128, " % (tmp_path / "bert_bse"))
+
+    with open(sample_vocab_file, encoding="utf-8") as f:
+        vocab_size = sum(1 for _ in f)
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "train.tsv").write_text("sentence\tlabel\nthe river runs\tpos\nfish swim\tneg\n")
+    job = classifier_job.ClassifierJob(
+        task_name="generic", data_dir=str(data), do_train=True, output_dir=str(tmp_path / "o"),
+        vocab_file=sample_vocab_file, bert_config_file="bert_tiny", max_seq_length=16)
+    runner = classifier_job.ClassifierRunner(job)
+    runner.check()
+    assert (runner.config.hidden_size, runner.config.num_hidden_layers,
+            runner.config.vocab_size) == (128, 2, vocab_size)
+    assert not os.path.exists(tmp_path / "o")
+
+    class Pipeline:  # pre-training's pipeline: the vocabulary it reads
+        def vocab_size(self):
+            return 123
+
+    job = pretraining.PretrainingJob(bert_config_file="L-4_H-512")
+    config = pretraining._load_config(recipes.load_recipe("bert"), job, Pipeline())  # pylint: disable=protected-access
+    assert (config.hidden_size, config.num_hidden_layers, config.vocab_size) == (512, 4, 123)
+
+
 # ----------------------------------------------- a family registered in-process
 
 

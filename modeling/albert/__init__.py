@@ -57,4 +57,5 @@ FAMILY = registry.families.register("albert", registry.network_family(
     attention_maps=True,
     feature_extractor=_extract_features,
     hf=hf_format.HF_FORMAT,
+    presets=list_albert_presets,
 ))

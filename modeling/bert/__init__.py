@@ -61,4 +61,5 @@ FAMILY = registry.families.register("bert", registry.network_family(
     attention_maps=True,
     feature_extractor=_extract_features,
     hf=hf_format.HF_FORMAT,
+    presets=list_presets,
 ))

@@ -48,7 +48,7 @@ def _demo_config(vocab_size):
 FAMILY = registry.families.register("gpt", registry.network_family(
     "gpt", GPTNetwork, GPTConfig, load_gpt_config, _demo_config, "config.json",
     name_tables={"hf": checkpoint_names.HF}, head_activation=lambda config: config.hidden_act,
-    has_pooler=False, hf=hf_format.HF_FORMAT))
+    has_pooler=False, hf=hf_format.HF_FORMAT, presets=list_presets))
 # run/generate.py --recipe=gpt: the causal LM continues each prompt.
 registry.decoders.register("gpt", generation.causal_lm_decoder("gpt"))
 # run_classifier's --model_family=gpt: the paper's input transformations, `GPTClassifier`.

@@ -45,6 +45,6 @@ FAMILY = registry.families.register("gpt2", registry.network_family(
     name_tables={"hf": checkpoint_names.HF}, head_activation=lambda config: config.hidden_act,
     # GPT's network (`modeling.gpt`) is a GPT2Network subclass of its own family.
     is_encoder=lambda model: isinstance(model, GPT2Network) and model.family_name == "gpt2",
-    has_pooler=False, hf=hf_format.HF_FORMAT))
+    has_pooler=False, hf=hf_format.HF_FORMAT, presets=list_presets))
 # run/generate.py --recipe=gpt2: the causal LM continues each prompt.
 registry.decoders.register("gpt2", generation.causal_lm_decoder("gpt2"))

@@ -75,7 +75,9 @@ class PretrainingJob(settings.TrainerSettings, settings.DataServiceSettings):
         "script evaluates on its training files).")
     bert_config_file: Optional[str] = option(
         None, "The config json file of the model (the recipe's family: "
-        "bert_config.json, albert_config.json, HF config.json).")
+        "bert_config.json, albert_config.json, HF config.json), or the name of one of the "
+        "family's presets (bert_base, L-4_H-256, albert_base, gpt2, ...) with the "
+        "vocabulary's size.")
     init_checkpoint: Optional[str] = option(
         None, "Initial checkpoint (usually from a pre-trained BERT model).")
     vocab_file: Optional[str] = option(
@@ -123,9 +125,27 @@ def _demo_vocab(pipeline_class, job):
             setattr(job, name, os.path.join(REPO_ROOT, relative))
 
 
+def _vocab_size(pipeline, job):
+    """The vocabulary size a preset config gets: the pipeline's (raw-text recipes), that of
+    --vocab_file (TFRecords), or None (the preset's own)."""
+    try:
+        return pipeline.vocab_size()
+    except (NotImplementedError, TypeError, OSError, ValueError):
+        pass
+    if job.vocab_file and os.path.isfile(job.vocab_file):
+        from data import tokenization  # pylint: disable=import-outside-toplevel
+        return len(tokenization.load_vocab(job.vocab_file))
+    return None
+
+
 def _load_config(recipe, job, pipeline):
-    if job.bert_config_file:
+    if job.bert_config_file and (os.path.exists(job.bert_config_file) or
+                                 job.bert_config_file not in recipe.family.preset_names()):
         config = recipe.load_config(job.bert_config_file)
+    elif job.bert_config_file:
+        # A named size of the recipe's family (`Family.presets`), the pipeline's vocabulary.
+        config = recipe.family.config_from(job.bert_config_file, vocab_size=_vocab_size(
+            pipeline, job))
     elif not job.demo:
         raise ValueError("--bert_config_file is required with --input_file")
     else:

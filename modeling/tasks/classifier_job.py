@@ -103,7 +103,8 @@ class ClassifierJob(settings.TrainerSettings, settings.DataServiceSettings):
         "task.")
     bert_config_file: Optional[str] = option(
         None, "The config json file corresponding to the pre-trained BERT model. This "
-        "specifies the model architecture.")
+        "specifies the model architecture. Or a preset name of the family (bert_base, "
+        "L-4_H-256, ...): a model of that size with --vocab_file's vocabulary.")
     task_name: Optional[str] = option(None, "The name of the task to train.")
     vocab_file: Optional[str] = option(
         None, "The vocabulary file that the BERT model was trained on.")
@@ -460,6 +461,7 @@ class ClassifierRunner(job_lib.JobRunner):
 
     def run(self):
         """`JobRunner.run`, with the strategy logged; a data error stays a `DataError`."""
+        self.check_output_dir()
         self.check()
         self.strategy = settings.start_run(self.job)
         logging.info("Strategy: %s with %d replica(s)", type(self.strategy).__name__,
@@ -553,15 +555,17 @@ class ClassifierRunner(job_lib.JobRunner):
         batches (eval.tf_record, predict.tf_record)."""
         job, processor = self.job, self.processor
         self.train_file = self.eval_file = self.predict_file = None
+        # Every split is read (a bad row refused) before any record is written.
+        dev = self._read_split(processor.get_dev_examples, "dev") if job.do_eval else None
+        test = self._read_split(processor.get_test_examples, "test") if job.do_predict else None
         if train_examples is not None:
             self.train_file = self._write_records(train_examples, "train.tf_record")
-        if job.do_eval:
+        if dev is not None:
             self.eval_counts, self.eval_file = self._write_padded(
-                processor.get_dev_examples, "dev", job.eval_batch_size, "eval.tf_record")
-        if job.do_predict:
+                dev, job.eval_batch_size, "eval.tf_record")
+        if test is not None:
             self.predict_counts, self.predict_file = self._write_padded(
-                processor.get_test_examples, "test", job.predict_batch_size,
-                "predict.tf_record")
+                test, job.predict_batch_size, "predict.tf_record")
 
     def plan_training(self, num_examples):
         """Called after the training split is read (None without training), before writing."""
@@ -592,11 +596,15 @@ class ClassifierRunner(job_lib.JobRunner):
         return self.input_format.write_records(examples, os.path.join(self.job.output_dir, name),
                                                self.label_list, self.task_type, self.tokenizer)
 
-    def _write_padded(self, read, split, batch_size, name):
-        """((padded, actual) counts, path): a dev or test split padded to whole batches."""
+    def _read_split(self, read, split):
+        """The examples of the dev or test split (`read(data_dir)`); none is refused."""
         examples = read(self.job.data_dir)
         if not examples:
             raise self.error("The %s set in %s has no examples." % (split, self.job.data_dir))
+        return examples
+
+    def _write_padded(self, examples, batch_size, name):
+        """((padded, actual) counts, path): a dev or test split padded to whole batches."""
         padded = processors_lib.pad_examples(examples, batch_size)
         return (len(padded), len(examples)), self._write_records(padded, name)
 

@@ -337,8 +337,14 @@ class JobRunner:
         job = self.job
         family = self.load_family(family_flag)
         path = getattr(job, config_flag)
-        self.check_config_file(config_flag, path)
-        config = family.load_config(path)
+        if path and not os.path.exists(path) and path in family.preset_names():
+            # A named size (`Family.presets`), its vocabulary that of --vocab_file.
+            config = family.config_from(path, vocab_size=self.preset_vocab_size())
+            logging.info("--%s=%s: the %s family's preset (vocab_size %d)", config_flag, path,
+                         family.name, config.vocab_size)
+        else:
+            self.check_config_file(config_flag, path)
+            config = family.load_config(path)
         max_positions = getattr(config, "max_position_embeddings", None)
         if max_positions is not None and job.max_seq_length > max_positions:
             raise self.error(
@@ -346,6 +352,19 @@ class JobRunner:
                 "to sequence length %d (max_position_embeddings)."
                 % (job.max_seq_length, path, max_positions))
         return family, config
+
+    def preset_vocab_size(self):
+        """The size of `job.vocab_file` (a WordPiece vocab.txt or a BPE vocab.json) for a
+        preset config; None (the preset's own size) without one."""
+        path = getattr(self.job, "vocab_file", None)
+        if not path or not os.path.isfile(path):
+            return None
+        if path.endswith(".json"):
+            import json  # pylint: disable=import-outside-toplevel
+            with open(path, encoding="utf-8") as f:
+                return len(json.load(f))
+        from data import tokenization  # pylint: disable=import-outside-toplevel
+        return len(tokenization.load_vocab(path))
 
     def check_max_seq_length(self, config):
         """``--max_seq_length=N exceeds max_position_embeddings=M of the model config``
