@@ -218,15 +218,17 @@ class CvtRunner(job_lib.JobRunner):
         self.check_label_list_unchanged(labels, LABEL_LIST_FILE)
         for sentences in (self.dev, self.test):
             conll.check_known_tags(sentences or [], labels)
+        plain = None
+        if job.use_unlabeled:  # read (and refused) before anything is written too
+            plain = cvt_data.read_unlabeled(files["unlabeled"], job.do_lower_case)
+            if not plain:
+                raise CvtJobError("--unlabeled_file=%s: no sentences" % files["unlabeled"])
         self.label_list = self.saved_label_list(labels, LABEL_LIST_FILE)
         self._write(train, "train")
         for name, sentences in (("eval", self.dev), ("predict", self.test)):
             if sentences is not None:
                 self._write(sentences, name, pad_to_multiple=job.eval_batch_size)
         if job.use_unlabeled:
-            plain = cvt_data.read_unlabeled(files["unlabeled"], job.do_lower_case)
-            if not plain:
-                raise CvtJobError("--unlabeled_file=%s: no sentences" % files["unlabeled"])
             cvt_data.write_unlabeled_records(plain, self.vocab, job.max_seq_length,
                                              self._path("unlabeled.tf_record"), job.do_lower_case)
             logging.info("CVT: %d labelled, %d unlabelled sentences", len(train), len(plain))
