@@ -85,3 +85,61 @@ def run_cvt_train_file_in_bioes(ctx):
 def run_cvt_dev_tag_not_among_the_training_labels(ctx):
     _cvt_refusal(ctx, GOOD_CONLL, GOOD_CONLL + ["", "Acme B-ORG", "hires O"],
                  "{folder}/dev.txt:8:", "'B-ORG'", "not among the training labels")
+
+
+# ---------------------------------------------------------------- run_distillation
+
+def _tf1_classifier(ctx, name="teacher", num_labels=2):
+    """A Google TF1 classifier checkpoint: the tiny BERT plus a head (output_weights/_bias)."""
+    from modeling.checkpoints import google_tf1  # pylint: disable=import-outside-toplevel
+    reader = tf.train.load_checkpoint(ctx.a.checkpoint)
+    arrays = {n: reader.get_tensor(n) for n in reader.get_variable_to_shape_map()
+              if n != "_CHECKPOINTABLE_OBJECT_GRAPH"}
+    arrays["output_weights"] = np.zeros([num_labels, TINY_CONFIG["hidden_size"]], np.float32)
+    arrays["output_bias"] = np.zeros([num_labels], np.float32)
+    prefix = ctx.path(name, "bert_model.ckpt")
+    google_tf1.write_tf1_checkpoint(prefix, arrays)
+    return prefix
+
+
+def _distillation_refusal(ctx, teacher, *needles, student_config=None, extra=(), inputs=()):
+    data = _generic_data(ctx)
+    out = ctx.path("run")
+    teacher_inputs = [teacher if os.path.isdir(teacher) else os.path.dirname(teacher)]
+    result = run_script("run_distillation", [
+        "--style=mtdnn", "--task_name=generic", "--data_dir=%s" % data,
+        "--vocab_file=%s" % ctx.a.vocab, "--teacher_config_file=%s" % ctx.a.config,
+        "--teacher_checkpoints=%s" % teacher,
+        "--student_config_file=%s" % (student_config or ctx.a.config),
+        "--do_train", "--do_eval", "--output_dir=%s" % out, "--max_seq_length=16",
+        "--train_batch_size=2", "--eval_batch_size=2", "--num_train_steps=2"] + list(extra),
+        inputs=[data, ctx.a.vocab, ctx.a.config] + teacher_inputs + list(inputs),
+        outputs=[ctx.dir])
+    assert_error(result, "run_distillation", *needles)
+    _nothing_written(out)
+
+
+@case()
+def run_distillation_teacher_is_the_pretrained_bert(ctx):
+    """The pre-trained model (no classifier head) as the teacher: refused before any record."""
+    _distillation_refusal(ctx, ctx.a.checkpoint, ctx.a.checkpoint, "no classifier head",
+                          "fine-tuned classifier")
+
+
+@case()
+def run_distillation_transfer_file_not_utf8(ctx):
+    teacher = _tf1_classifier(ctx)
+    transfer = ctx.path("unlabeled.txt")
+    with open(transfer, "wb") as f:
+        f.write("the river runs\nna\u00efve caf\u00e9 owners\n".encode("latin-1"))
+    _distillation_refusal(ctx, teacher, "%s:2:" % transfer, "not UTF-8",
+                          extra=["--transfer_file=%s" % transfer], inputs=[transfer])
+
+
+@case()
+def run_distillation_student_config_of_another_vocabulary(ctx):
+    student = ctx.config("student_config.json", vocab_size=30522)
+    _distillation_refusal(ctx, _tf1_classifier(ctx), "--student_config_file=%s" % student,
+                          "vocab_size=30522", "--teacher_config_file=%s" % ctx.a.config,
+                          "vocab_size=%d" % ctx.a.vocab_size, student_config=student,
+                          inputs=[student])

@@ -236,6 +236,12 @@ def _head_tensors(path):
     return found
 
 
+def _no_head_error(path):
+    return DistillationError(
+        "%s: no classifier head (output_weights, output_bias) in the checkpoint; a "
+        "teacher must be a fine-tuned classifier (run_classifier.py's output dir)" % path)
+
+
 def load_classifier(classifier, path, require_head=True):
     """Loads a fine-tuned classifier: the encoder (`init_from_checkpoint`) and its head.
 
@@ -255,9 +261,7 @@ def load_classifier(classifier, path, require_head=True):
     head = _head_tensors(path)
     if head is None:
         if require_head:
-            raise DistillationError(
-                "%s: no classifier head (output_weights, output_bias) in the checkpoint; a "
-                "teacher must be a fine-tuned classifier (run_classifier.py's output dir)" % path)
+            raise _no_head_error(path)
         return False
     for name in _HEAD_NAMES:
         variable = getattr(classifier, name)
@@ -500,8 +504,14 @@ class DistillationRunner(job_lib.JobRunner):
         self.teacher_configs, self.student_config = teacher_configs, student_config
         vocab_sizes = {c.vocab_size for c in teacher_configs + [student_config]}
         if len(vocab_sizes) > 1:
-            raise DistillationError("teachers and student must share one vocabulary; their "
-                                    "configs say vocab_size %s" % sorted(vocab_sizes))
+            named = [("--teacher_config_file=%s" % f, c)
+                     for f, c in zip(config_files, teacher_configs)]
+            if job.student_config_file:
+                named.append(("--student_config_file=%s" % job.student_config_file,
+                              student_config))
+            raise DistillationError("teachers and student must share one vocabulary: %s"
+                                    % ", ".join("%s says vocab_size=%d" % (flag, c.vocab_size)
+                                                for flag, c in named))
         for config in teacher_configs + [student_config]:
             if job.max_seq_length > config.max_position_embeddings:
                 raise DistillationError(
@@ -526,6 +536,10 @@ class DistillationRunner(job_lib.JobRunner):
             except (FileNotFoundError, ValueError) as e:
                 raise DistillationError("checkpoint %s: %s"
                                         % (path, str(e).splitlines()[0])) from None
+        if not self.mlm:  # a teacher without a head is refused before any record is written
+            for path in paths:
+                if _head_tensors(path) is None:
+                    raise _no_head_error(path)
 
     def check_family(self, family):
         if not family.has_pooler:
@@ -610,24 +624,29 @@ class DistillationRunner(job_lib.JobRunner):
         if not self.label_list:
             raise DistillationError("The processor's get_labels() returned no labels.")
         self.train_record = self.transfer_record = self.eval_record = None
-        num_train = 0
+        # Every split is read (and a bad one refused) before any record is written.
+        train = transfer = dev = None
         if job.do_train:
             train = processor.get_train_examples(job.data_dir)
             if not train:
                 raise DistillationError("The training set in %s has no examples." % job.data_dir)
-            self.train_record = self._write(train, "train.tf_record")
-            num_train = len(train)
             if job.transfer_file:
                 if not self.teacher_paths:
                     raise DistillationError("--transfer_file: unlabeled examples need a "
                                             "teacher (--teacher_checkpoints)")
                 transfer = read_transfer_examples(job.transfer_file)
-                self.transfer_record = self._write(transfer, "transfer.tf_record")
-                num_train += len(transfer)
         if job.do_eval:
             dev = processor.get_dev_examples(job.data_dir)
             if not dev:
                 raise DistillationError("The dev set in %s has no examples." % job.data_dir)
+        num_train = 0
+        if train is not None:
+            self.train_record = self._write(train, "train.tf_record")
+            num_train = len(train)
+        if transfer is not None:
+            self.transfer_record = self._write(transfer, "transfer.tf_record")
+            num_train += len(transfer)
+        if dev is not None:
             self.eval_record = self._write(processors_lib.pad_examples(dev, job.eval_batch_size),
                                            "eval.tf_record")
         self.num_train_examples = num_train
