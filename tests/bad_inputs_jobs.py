@@ -48,6 +48,126 @@ def _conll(path, lines):
 GOOD_CONLL = ["John B-PER", "visited O", "Paris B-LOC", "", "Mary B-PER", "swims O"]
 
 
+# ------------------------------------------------------------------ run_classifier
+
+@case()
+def run_classifier_output_dir_is_its_init_checkpoint_folder(ctx):
+    """Google's model folder as --output_dir too: the run would write its records and
+    checkpoints beside (and resume from) the model it starts from."""
+    data = _generic_data(ctx)
+    folder = ctx.path("model")
+    shutil.copytree(ctx.a.model_dir, folder)
+    prefix = os.path.join(folder, os.path.basename(ctx.a.checkpoint))
+    for init_checkpoint in (folder, prefix):
+        result = run_script("run_classifier", [
+            "--task_name=generic", "--data_dir=%s" % data, "--do_train", "--do_eval",
+            "--output_dir=%s" % folder, "--vocab_file=%s" % ctx.a.vocab,
+            "--bert_config_file=%s" % ctx.a.config, "--init_checkpoint=%s" % init_checkpoint,
+            "--max_seq_length=16", "--train_batch_size=2", "--num_train_epochs=1"],
+            inputs=[folder, data, ctx.a.vocab, ctx.a.config], outputs=[ctx.dir])
+        assert_error(result, "run_classifier", "--output_dir=%s" % folder,
+                     "is the folder of --init_checkpoint=%s" % init_checkpoint)
+
+
+@case()
+def run_classifier_dev_row_with_an_extra_column(ctx):
+    """A bad dev row is refused before train.tf_record is written (every split is read first)."""
+    data = _generic_data(ctx)
+    dev = _tsv(os.path.join(data, "dev.tsv"), [("the river runs", "pos"),
+                                               ("fish swim", "in the sea", "neg")])
+    out = ctx.path("run")
+    result = run_script("run_classifier", [
+        "--task_name=generic", "--data_dir=%s" % data, "--do_train", "--do_eval",
+        "--output_dir=%s" % out, "--vocab_file=%s" % ctx.a.vocab,
+        "--bert_config_file=%s" % ctx.a.config, "--init_checkpoint=%s" % ctx.a.checkpoint,
+        "--max_seq_length=16", "--train_batch_size=2", "--num_train_epochs=1"],
+        inputs=[data, ctx.a.vocab, ctx.a.config, ctx.a.model_dir], outputs=[ctx.dir])
+    assert_error(result, "run_classifier", "%s:3:" % dev, "3 columns, expected 2")
+    _nothing_written(out)
+
+
+# ------------------------------------------------------------------------- run_ner
+
+def _ner_refusal(ctx, train_lines, dev_lines, *needles):
+    conll = ctx.path("conll")
+    os.makedirs(conll)
+    _conll(os.path.join(conll, "train.txt"), train_lines)
+    _conll(os.path.join(conll, "dev.txt"), dev_lines)
+    out = ctx.path("run")
+    result = run_script("run_ner", [
+        "--do_train", "--do_eval", "--data_dir=%s" % conll, "--vocab_file=%s" % ctx.a.vocab,
+        "--bert_config_file=%s" % ctx.a.config, "--init_checkpoint=%s" % ctx.a.checkpoint,
+        "--output_dir=%s" % out, "--max_seq_length=16", "--train_batch_size=2",
+        "--num_train_epochs=1"],
+        inputs=[conll, ctx.a.vocab, ctx.a.config, ctx.a.model_dir], outputs=[ctx.dir])
+    assert_error(result, "run_ner", *[n.format(conll=conll) for n in needles])
+    _nothing_written(out)
+
+
+@case()
+def run_ner_train_line_without_a_tag(ctx):
+    _ner_refusal(ctx, ["John B-PER", "visited", "Paris B-LOC"], GOOD_CONLL,
+                 "{conll}/train.txt:2:", "expected a token and its tag", "'visited'")
+
+
+@case()
+def run_ner_dev_tag_not_among_the_training_labels(ctx):
+    _ner_refusal(ctx, GOOD_CONLL, GOOD_CONLL + ["", "Acme B-ORG", "hires O"],
+                 "{conll}/dev.txt:8:", "'B-ORG'", "not among the training labels")
+
+
+# --------------------------------------------------------------------- run_siamese
+
+@case()
+def run_siamese_softmax_loss_with_one_training_label(ctx):
+    data = ctx.path("pairs")
+    os.makedirs(data)
+    for name in ("train.tsv", "dev.tsv"):
+        with open(os.path.join(data, name), "w") as f:
+            f.write("car\tauto\tsame\nsun\tstar\tsame\nfish\tswim\tsame\n")
+    out = ctx.path("run")
+    result = run_script("run_siamese", [
+        "--do_train", "--do_eval", "--data_dir=%s" % data, "--vocab_file=%s" % ctx.a.vocab,
+        "--bert_config_file=%s" % ctx.a.config, "--init_checkpoint=%s" % ctx.a.checkpoint,
+        "--loss=softmax", "--max_seq_length=16", "--output_dir=%s" % out],
+        inputs=[data, ctx.a.vocab, ctx.a.config, ctx.a.model_dir], outputs=[ctx.dir])
+    assert_error(result, "run_siamese", "--loss=softmax", "one label (same)",
+                 "at least two")
+    _nothing_written(out)
+
+
+# ------------------------------------------------------------------- run_multitask
+
+def _multitask_refusal(ctx, task_list_text, *needles):
+    data = _generic_data(ctx)
+    tasks = ctx.path("tasks.json")
+    with open(tasks, "w") as f:
+        f.write(task_list_text)
+    out = ctx.path("run")
+    result = run_script("run_multitask", [
+        "--task_list_file=%s" % tasks, "--vocab_file=%s" % ctx.a.vocab,
+        "--bert_config_file=%s" % ctx.a.config, "--init_checkpoint=%s" % ctx.a.checkpoint,
+        "--do_train", "--output_dir=%s" % out, "--max_seq_length=16"],
+        inputs=[tasks, data, ctx.a.vocab, ctx.a.config, ctx.a.model_dir], outputs=[ctx.dir])
+    assert_error(result, "run_multitask", tasks, *[n.format(base=ctx.dir) for n in needles])
+    _nothing_written(out)
+
+
+@case()
+def run_multitask_task_list_with_a_trailing_comma(ctx):
+    _multitask_refusal(ctx, '[{"name": "sent", "processor": "generic", "data_dir": "data",\n'
+                            '  "head": "classification"},\n]\n', ":3:1:", "not valid JSON")
+
+
+@case()
+def run_multitask_task_data_dir_misspelt(ctx):
+    _multitask_refusal(ctx, json.dumps([
+        {"name": "sent", "processor": "generic", "data_dir": "data", "head": "classification"},
+        {"name": "other", "processor": "generic", "data_dir": "dta",
+         "head": "classification"}]), "entry 1", "'data_dir'", os.path.join("{base}", "dta"),
+        "is not a directory")
+
+
 # ------------------------------------------------------------------------- run_cvt
 
 def _cvt_refusal(ctx, train_lines, dev_lines, *needles, unlabeled=b"the river runs\n"):
@@ -143,3 +263,83 @@ def run_distillation_student_config_of_another_vocabulary(ctx):
                           "vocab_size=30522", "--teacher_config_file=%s" % ctx.a.config,
                           "vocab_size=%d" % ctx.a.vocab_size, student_config=student,
                           inputs=[student])
+
+
+# ---------------------------------------------------------------------- run_siatl
+
+def _ulmfit_lm(ctx):
+    """A folder as run_pretraining.py --recipe=ulmfit leaves it: ulmfit_config.json (the
+    sample word vocabulary's size, a tiny AWD-LSTM) and a checkpoint."""
+    folder = ctx.path("lm")
+    os.makedirs(folder)
+    with open(ELMO_VOCAB, encoding="utf-8") as f:
+        vocab_size = sum(1 for _ in f)
+    config = os.path.join(folder, "ulmfit_config.json")
+    with open(config, "w") as f:
+        json.dump({"vocab_size": vocab_size, "emb_sz": 16, "n_hid": 16, "n_layers": 2}, f)
+    module = tf.Module()
+    module.embedding = tf.Variable(tf.zeros([vocab_size, 16]))
+    tf.train.Checkpoint(model=module).save(os.path.join(folder, "ckpt"))
+    return folder, config
+
+
+def _siatl_refusal(ctx, *needles, vocab=ELMO_VOCAB, extra=(), output_dir=None):
+    data = _generic_data(ctx, header=("text", "label"))
+    folder, config = _ulmfit_lm(ctx)
+    out = output_dir or ctx.path("run")
+    result = run_script("run_siatl", [
+        "--task_name=generic", "--data_dir=%s" % data, "--text_a_column=text",
+        "--label_column=label", "--vocab_file=%s" % vocab, "--bert_config_file=%s" % config,
+        "--init_checkpoint=%s" % folder, "--do_train", "--do_eval",
+        "--output_dir=%s" % out, "--max_seq_length=16", "--train_batch_size=2",
+        "--eval_batch_size=2"] + list(extra),
+        inputs=[data, folder, vocab], outputs=[ctx.dir])
+    assert_error(result, "run_siatl", *[n.format(lm=folder) for n in needles])
+    if output_dir is None:
+        _nothing_written(out)
+
+
+@case()
+def run_siatl_output_dir_is_the_language_models_folder(ctx):
+    """Its records, stages and eval_results.txt would go beside the LM's own files."""
+    _siatl_refusal(ctx, "--output_dir={lm}", "is the folder of --init_checkpoint={lm}",
+                   output_dir=ctx.path("lm"))
+
+
+@case()
+def run_siatl_vocab_file_is_the_bert_wordpiece_vocabulary(ctx):
+    _siatl_refusal(ctx, "--vocab_file", ctx.a.vocab, "<S> </S> <UNK>", vocab=ctx.a.vocab)
+
+
+@case()
+def run_siatl_exponential_aux_weight_decay_to_0(ctx):
+    _siatl_refusal(ctx, "--aux_lm_weight_decay=exponential", "--aux_lm_weight_end=0.0",
+                   "use linear", extra=["--aux_lm_weight_end=0"])
+
+
+# ---------------------------------------------------------------- run_translation
+
+def _translation_refusal(ctx, *needles, extra=(), inputs=()):
+    config = ctx.config("mass_config.json", type_vocab_size=2)
+    out = ctx.path("run")
+    result = run_script("run_translation", [
+        "--config_file=%s" % config, "--output_dir=%s" % out, "--num_train_steps=1",
+        "--num_warmup_steps=0", "--train_batch_size=2"] + list(extra),
+        inputs=[config] + list(inputs), outputs=[ctx.dir])
+    assert_error(result, "run_translation", *needles)
+    assert not os.path.exists(out)
+
+
+@case()
+def run_translation_parallel_line_without_a_tab(ctx):
+    parallel = ctx.path("pairs.tsv")
+    with open(parallel, "w", encoding="utf-8") as f:
+        f.write("The river runs.\t\u6cb3\u6d41\u3002\nFish swim. \u9c7c\u6e38\u3002\n")
+    _translation_refusal(ctx, "%s:2:" % parallel, "expected source<TAB>target",
+                         extra=["--parallel_file=%s" % parallel], inputs=[parallel])
+
+
+@case()
+def run_translation_target_language_id_beyond_the_models(ctx):
+    _translation_refusal(ctx, "--target_language_id=2", "2 language ids (type_vocab_size)",
+                         extra=["--target_language_id=2"])
