@@ -54,7 +54,8 @@ def main(_):
     atomic.check_outputs([("--output_file", settings.output_file)],
                          [("--input_file", settings.input_file),
                           ("--vocab_file", settings.vocab_file or ""),
-                          ("--bert_config_file", settings.bert_config_file or "")])
+                          ("--bert_config_file", settings.bert_config_file or ""),
+                          ("--init_checkpoint", settings.init_checkpoint or "")])
     layers = settings.layer_indexes()
     if folder is not None:
         texts, records, what = folder_inference.folder_features(folder, settings, layers)

@@ -907,6 +907,15 @@ def _model_copy_refusal(ctx, script, args, *needles):
 
 
 @case()
+def extract_features_output_file_is_the_checkpoints_index(ctx):
+    _model_copy_refusal(ctx, "extract_features", [
+        "--init_checkpoint={prefix}", "--bert_config_file={config}", "--vocab_file={vocab}",
+        "--input_file=%s" % os.path.join(SAMPLE_DIR, "sample_en.txt"), "--max_seq_length=16",
+        "--output_file={prefix}.index"],
+        "--output_file={prefix}.index", "is also an input", "--init_checkpoint={prefix}")
+
+
+@case()
 def prune_heads_output_dir_is_its_init_checkpoint_folder(ctx):
     _model_copy_refusal(ctx, "prune_heads", [
         "--init_checkpoint={folder}", "--bert_config_file={config}", "--vocab_file={vocab}",
