@@ -236,6 +236,82 @@ def test_one_softmax_serves_both_directions_and_the_loss_is_their_mean(model):
         objective.softmax_weights.assign(saved)
 
 
+def test_residual_adds_the_dropped_out_input_as_bilm_tf():
+    """bilm-tf's DropoutWrapper(ResidualWrapper(cell)): with layer 2's projection zeroed
+    (its LSTMP outputs 0), layer 2 in training is exactly dropout(layer 1): each value
+    is 0 or layer 1's / (1 - p), some of each (the clean input would give layer 1 itself)."""
+    import keras  # pylint: disable=g-import-not-at-top
+    keras.utils.set_random_seed(3)
+    rate = 0.5
+    network = ElmoNetwork.from_config_object(tiny_config(dropout=rate))
+    for lstm in (network.forward_lstms[1], network.backward_lstms[1]):
+        lstm.projection.assign(np.zeros(lstm.projection.shape, np.float32))
+    features = batch([[0, 1, 2, 3, 4, 5, 6, 7, 8], [9, 10, 11]])
+    outputs = network(features, training=True)
+    for direction in ("forward_outputs", "backward_outputs"):
+        first, second = (np.asarray(x) for x in outputs[direction])
+        real = features["input_mask"].astype(bool)
+        first, second = first[real], second[real]
+        dropped = np.isclose(second, 0.0, atol=1e-7)
+        kept = np.isclose(second, first / (1 - rate), rtol=1e-5, atol=1e-6)
+        assert np.all(dropped | kept), direction
+        assert 0.2 < dropped.mean() < 0.8, dropped.mean()
+    # Inference: no dropout, the residual adds layer 1 unchanged.
+    outputs = network(features, training=False)
+    np.testing.assert_allclose(np.asarray(outputs["forward_outputs"][1]),
+                               np.asarray(outputs["forward_outputs"][0]), atol=1e-6)
+
+
+def test_training_drops_the_top_outputs_before_the_softmax():
+    """bilm-tf drops the LSTM outputs before the softmax: in training the loss is the
+    NumPy loss of dropout(h) (mask read off the zero gradients), in evaluation of h."""
+    from modeling.elmo.objective import BidirectionalLMObjective  # pylint: disable=g-import-not-at-top
+    import keras  # pylint: disable=g-import-not-at-top
+    keras.utils.set_random_seed(4)
+    rate, vocab, dim = 0.4, 11, 6
+    objective = BidirectionalLMObjective(vocab, dim, dropout=rate)
+    assert BidirectionalLMObjective.from_config(objective.get_config()).dropout == rate
+    rng = np.random.RandomState(0)
+    hidden = {d: tf.Variable(rng.normal(size=(2, 7, dim)).astype(np.float32))
+              for d in ("forward", "backward")}
+    ids = rng.randint(0, vocab, size=(2, 7)).astype(np.int32)
+    mask = np.array([[1] * 7, [1] * 4 + [0] * 3], np.int32)
+    features = {"input_ids": ids, "input_mask": mask}
+    encoder_outputs = {"forward_outputs": [hidden["forward"]],
+                       "backward_outputs": [hidden["backward"]]}
+    w = np.asarray(objective.softmax_weights, np.float64)
+    b = np.asarray(objective.softmax_bias, np.float64)
+
+    def numpy_loss(h):
+        total, count = 0.0, 0
+        for i in range(2):
+            n = mask[i].sum()
+            for t in range(n - 1):
+                for logits, target in ((h["forward"][i, t] @ w.T + b, ids[i, t + 1]),
+                                       (h["backward"][i, t + 1] @ w.T + b, ids[i, t])):
+                    top = logits.max()
+                    total += np.log(np.exp(logits - top).sum()) + top - logits[target]
+                    count += 1
+        return total / count
+
+    with tf.GradientTape() as tape:
+        result = objective(encoder_outputs, features, training=True)
+        loss = result["losses"]["bidirectional_lm_loss"]
+    grads = tape.gradient(loss, [hidden["forward"], hidden["backward"]])
+    dropped_h = {}
+    for (name, variable), grad in zip(hidden.items(), grads):
+        keep = np.asarray(grad) != 0.0
+        dropped_h[name] = np.asarray(variable, np.float64) * keep / (1 - rate)
+    used = np.asarray(grads[0])[:, :-1][mask[:, 1:].astype(bool)]
+    assert 0.2 < (used == 0).mean() < 0.7  # some units of the counted positions dropped
+    assert float(loss) == pytest.approx(numpy_loss(dropped_h), rel=1e-4)
+    evaluated = objective(encoder_outputs, features, training=False)
+    clean = {k: np.asarray(v, np.float64) for k, v in hidden.items()}
+    assert float(evaluated["losses"]["bidirectional_lm_loss"]) == pytest.approx(
+        numpy_loss(clean), rel=1e-4)
+    assert abs(float(loss) - numpy_loss(clean)) > 1e-3
+
+
 def test_sampled_softmax_trains_and_evaluation_uses_the_full_softmax():
     import keras  # pylint: disable=g-import-not-at-top
     keras.utils.set_random_seed(2)

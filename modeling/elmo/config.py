@@ -129,7 +129,8 @@ class ElmoConfig(json_config.JsonConfig):
         proj_clip: `lstm.proj_clip`, or None; clips each step's projection
             (with "lstmp" only when there is one: `projection_dim` < `lstm_dim`).
         use_skip_connections: `lstm.use_skip_connections` (residual between layers).
-        dropout: on every LSTM layer's input while training.
+        dropout: on every LSTM layer's input and on the top outputs before the
+            softmax, while training (bilm-tf).
         n_negative_samples_batch: 0 for the full softmax, else sampled softmax.
         bidirectional: must be True (ELMo's two language models).
         lstm_cell: `lstm.cell`, "lstmp" or "lstm_dense" (see the module docstring).

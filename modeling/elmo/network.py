@@ -7,7 +7,9 @@
          count `projection_dim`, as bilm-tf)                 (token layer)
       -> forward LM:  n_layers x LSTMP (an LSTM cell whose clipped
          projection is its recurrent state), each layer after the first
-         adding its input (residual)
+         adding its input (residual); in training, `dropout` on each
+         layer's input, the residual adding the dropped-out input (bilm-tf's
+         `DropoutWrapper(ResidualWrapper(cell))`)
       -> backward LM: the same stack, own weights, over the words in reverse
          order (each sentence reversed within its length, so padding stays
          at the end)
@@ -347,13 +349,17 @@ class ElmoNetwork(ConfigFields, keras.Model):
     def _stack(self, tokens, lstms, projections, training):
         outputs, hidden = [], tokens
         for i, lstm in enumerate(lstms):
-            new = lstm(self.dropout_layer(hidden, training=training))
+            # bilm-tf wraps each cell as DropoutWrapper(ResidualWrapper(cell)):
+            # the dropout is applied to the layer's input, and the residual adds
+            # that dropped-out input (not the clean one) to the cell's output.
+            dropped = self.dropout_layer(hidden, training=training)
+            new = lstm(dropped)
             if projections:  # "lstm_dense": the projection and its clip follow the LSTM
                 new = projections[i](new)
                 if self.proj_clip is not None:
                     new = tf.clip_by_value(new, -self.proj_clip, self.proj_clip)
             if i > 0 and self.use_skip_connections:  # bilm-tf's ResidualWrapper
-                new = new + hidden
+                new = new + dropped
             hidden = new
             outputs.append(hidden)
         return outputs

@@ -17,6 +17,11 @@ the forward LM predicts `w_1 .. </S>` and the backward LM `<S> .. w_n`.
              <name>_accuracy        (sum w*correct, sum w)
              <name>_forward_loss, <name>_backward_loss
 
+In training, `dropout` (the options file's, as bilm-tf) is applied to each
+direction's top-layer outputs before the softmax, as bilm-tf's
+`lstm_output_flat = tf.nn.dropout(...)`; the network's outputs (what ELMo's
+features read) are the undropped ones.
+
 With `n_negative_samples` > 0 training uses a sampled softmax (that many
 negative words per batch, log-uniform by frequency rank: the vocabulary is
 sorted by count) on the same `W`, `b`; evaluation always uses the full
@@ -62,6 +67,7 @@ class BidirectionalLMObjective(Objective):
         vocab_size: words of the softmax.
         projection_dim: width of each direction's top layer.
         n_negative_samples: 0 for the full softmax; else sampled softmax in training.
+        dropout: dropout on the top-layer outputs before the softmax (training only).
         loss_weight: see `Objective`.
 
     Weights: `softmax_weights` `[vocab, projection_dim]`, `softmax_bias` `[vocab]`.
@@ -69,13 +75,17 @@ class BidirectionalLMObjective(Objective):
     `[batch, words, vocab]` (position t scores word t + 1, resp. t - 1).
     """
 
-    def __init__(self, vocab_size, projection_dim, n_negative_samples=0, loss_weight=1.0,
-                 **kwargs):
+    def __init__(self, vocab_size, projection_dim, n_negative_samples=0, dropout=0.0,
+                 loss_weight=1.0, **kwargs):
         kwargs.setdefault("name", "bidirectional_lm")
         super().__init__(loss_weight=loss_weight, **kwargs)
         self.vocab_size = int(vocab_size)
         self.projection_dim = int(projection_dim)
         self.n_negative_samples = int(n_negative_samples)
+        if not 0.0 <= float(dropout) < 1.0:
+            raise ValueError("dropout must be in [0, 1), got %r" % (dropout,))
+        self.dropout = float(dropout)
+        self.output_dropout = keras.layers.Dropout(self.dropout, name="output_dropout")
         self.build()
 
     def build(self, input_shape=None):
@@ -113,6 +123,9 @@ class BidirectionalLMObjective(Objective):
                              "'backward_outputs' (ElmoNetwork)" % self.name)
         forward_hidden = encoder_outputs["forward_outputs"][-1]
         backward_hidden = encoder_outputs["backward_outputs"][-1]
+        if training and self.dropout > 0:  # bilm-tf: dropout on the LSTM outputs
+            forward_hidden = self.output_dropout(forward_hidden, training=True)
+            backward_hidden = self.output_dropout(backward_hidden, training=True)
         sampled = bool(training) and self.n_negative_samples > 0
         outputs = {}
         if not sampled:
@@ -171,7 +184,7 @@ class BidirectionalLMObjective(Objective):
     def get_config(self):
         config = super().get_config()
         config.update(vocab_size=self.vocab_size, projection_dim=self.projection_dim,
-                      n_negative_samples=self.n_negative_samples)
+                      n_negative_samples=self.n_negative_samples, dropout=self.dropout)
         return config
 
 
@@ -180,4 +193,5 @@ def _bidirectional_lm(config, family, **kwargs):
     del family
     return BidirectionalLMObjective(
         vocab_size=config.vocab_size, projection_dim=config.projection_dim,
-        n_negative_samples=getattr(config, "n_negative_samples_batch", 0), **kwargs)
+        n_negative_samples=getattr(config, "n_negative_samples_batch", 0),
+        dropout=getattr(config, "dropout", 0.0), **kwargs)
