@@ -168,6 +168,22 @@ def run_multitask_task_data_dir_misspelt(ctx):
         "is not a directory")
 
 
+@case()
+def run_multitask_bad_row_in_the_second_tasks_training_file(ctx):
+    """Every task's files are read before any task's records are written: the first
+    task's folder and records must not appear when the second task's train.tsv is bad."""
+    other = ctx.path("other")
+    os.makedirs(other)
+    with open(os.path.join(other, "train.tsv"), "w") as f:
+        f.write("sentence\tlabel\nthe sun rises\tpos\nbirds fly\tsouth\tneg\n")
+    _tsv(os.path.join(other, "dev.tsv"), [("the moon", "pos")])
+    _multitask_refusal(ctx, json.dumps([
+        {"name": "sent", "processor": "generic", "data_dir": "data", "head": "classification"},
+        {"name": "other", "processor": "generic", "data_dir": "other",
+         "head": "classification"}]), "entry 1", os.path.join(other, "train.tsv") + ":3:",
+        "columns")
+
+
 # ------------------------------------------------------------------------- run_cvt
 
 def _cvt_refusal(ctx, train_lines, dev_lines, *needles, unlabeled=b"the river runs\n"):

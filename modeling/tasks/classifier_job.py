@@ -553,11 +553,10 @@ class ClassifierRunner(job_lib.JobRunner):
         """The records: `train_examples` (None without training) to train.tf_record, then
         the dev and test splits the modes need, read and padded to whole eval / predict
         batches (eval.tf_record, predict.tf_record)."""
-        job, processor = self.job, self.processor
+        job = self.job
         self.train_file = self.eval_file = self.predict_file = None
         # Every split is read (a bad row refused) before any record is written.
-        dev = self._read_split(processor.get_dev_examples, "dev") if job.do_eval else None
-        test = self._read_split(processor.get_test_examples, "test") if job.do_predict else None
+        dev, test = getattr(self, "eval_splits", None) or self.read_eval_splits()
         if train_examples is not None:
             self.train_file = self._write_records(train_examples, "train.tf_record")
         if dev is not None:
@@ -566,6 +565,15 @@ class ClassifierRunner(job_lib.JobRunner):
         if test is not None:
             self.predict_counts, self.predict_file = self._write_padded(
                 test, job.predict_batch_size, "predict.tf_record")
+
+    def read_eval_splits(self):
+        """`eval_splits`: the (dev, test) examples the modes need (None where not needed),
+        read once; `write_splits` writes them."""
+        job, processor = self.job, self.processor
+        dev = self._read_split(processor.get_dev_examples, "dev") if job.do_eval else None
+        test = self._read_split(processor.get_test_examples, "test") if job.do_predict else None
+        self.eval_splits = (dev, test)
+        return self.eval_splits
 
     def plan_training(self, num_examples):
         """Called after the training split is read (None without training), before writing."""

@@ -497,26 +497,30 @@ class MultitaskRunner(job_lib.JobRunner):
         the last task is reported before time is spent on the first.
         """
         job = self.job
-        prepared = []
+        prepared, writers = [], []
         for spec in specs:  # every entry's options before any task's records are written
             _check_options(spec)
+        # Every task's files read (a bad row of the last task refused) before any is written.
         for task_id, spec in enumerate(specs):
             task = PreparedTask(spec=spec, task_id=task_id)
             directory = os.path.join(job.output_dir, spec.name)
-            tf.io.gfile.makedirs(directory)
             if spec.head == data_lib.TAGGING:
-                self._prepare_tagging_task(task, directory)
+                write = self._prepare_tagging_task(task, directory)
             elif spec.head == data_lib.SPAN_QA:
-                self._prepare_span_task(task, directory)
+                write = self._prepare_span_task(task, directory)
             else:
-                self._prepare_processor_task(task, directory)
+                write = self._prepare_processor_task(task, directory)
             if job.do_train:
                 task.train_file = os.path.join(directory, "train.tf_record")
             if job.do_eval:
                 task.dev_file = os.path.join(directory, "eval.tf_record")
-            if job.do_train and task.num_train < 1:
+            if job.do_train and task.num_train is not None and task.num_train < 1:
                 raise _fail(spec, "data_dir", "%s has no training examples" % spec.data_dir)
             prepared.append(task)
+            writers.append((directory, write))
+        for directory, write in writers:
+            tf.io.gfile.makedirs(directory)
+            write()
         return prepared
 
     def _classifier_part(self, spec, directory):
@@ -572,18 +576,21 @@ class MultitaskRunner(job_lib.JobRunner):
         task.runner = part = self._classifier_part(spec, directory)
         processor = part.processor
         if spec.head == data_lib.RANKING:
-            self._prepare_ranking_task(task, processor, directory)
-            return
+            return self._prepare_ranking_task(task, processor, directory)
         task.label_list, task.eval_metrics = part.label_list, part.eval_metrics
         task.num_labels = part.num_labels if spec.head == data_lib.CLASSIFICATION else None
         with _errors_of(spec, "data_dir"):
             train = processor.get_train_examples(spec.data_dir) if job.do_train else None
+            dev, _ = part.read_eval_splits()
             if spec.head == data_lib.CLASSIFICATION:
-                dev = processor.get_dev_examples(spec.data_dir) if job.do_eval else None
                 self._choose_classifier(task, (("training", train), ("dev", dev)))
-            part.write_splits(train)
         task.num_train = len(train or ())
         task.spec_fn = lambda s, _, h=spec.head: processors_lib.classifier_feature_spec(s, h)
+
+        def write():
+            with _errors_of(spec, "data_dir"):
+                part.write_splits(train)
+        return write
 
     def _choose_classifier(self, task, splits):
         """A classification task's output layer: the entry's \"classifier\", by default the
@@ -631,24 +638,28 @@ class MultitaskRunner(job_lib.JobRunner):
         """One record per query of its C candidates (`data.multitask.write_ranking_records`)."""
         job, spec = self.job, task.spec
 
-        def write(examples, name):
+        splits = []
+        with _errors_of(spec, "data_dir"):
+            if job.do_train:
+                splits.append((processor.get_train_examples(spec.data_dir), "train.tf_record"))
+                task.num_train = len(splits[-1][0])
+            if job.do_eval:
+                splits.append((processor.get_dev_examples(spec.data_dir), "eval.tf_record"))
+        for examples, name in splits:
             if not examples:
                 raise _fail(spec, "data_dir", "%s has no examples for %s"
                             % (spec.data_dir, name))
-            return data_lib.write_ranking_records(examples, job.max_seq_length, self.tokenizer,
-                                                  os.path.join(directory, name))
-
-        with _errors_of(spec, "data_dir"):
-            if job.do_train:
-                examples = processor.get_train_examples(spec.data_dir)
-                task.num_choices = write(examples, "train.tf_record")
-                task.num_train = len(examples)
-            if job.do_eval:
-                task.num_choices = write(processor.get_dev_examples(spec.data_dir),
-                                         "eval.tf_record")
-        task.num_choices = task.num_choices or processor.num_choices
+        task.num_choices = processor.num_choices
         task.eval_metrics = ("accuracy",)
         task.spec_fn = lambda s, _, c=task: data_lib.ranking_feature_spec(s, c.num_choices)
+
+        def write():
+            with _errors_of(spec, "data_dir"):
+                for examples, name in splits:
+                    task.num_choices = data_lib.write_ranking_records(
+                        examples, job.max_seq_length, self.tokenizer,
+                        os.path.join(directory, name)) or task.num_choices
+        return write
 
     def _prepare_tagging_task(self, task, directory):
         """run_ner's runner reads the CoNLL splits and writes the label list and records."""
@@ -667,12 +678,17 @@ class MultitaskRunner(job_lib.JobRunner):
             do_eval=job.do_eval, eval_batch_size=1), tokenizer=self.tokenizer)
         with _errors_of(spec):
             part.read_splits()
-            part.write_splits()
-        task.label_list, task.num_labels = part.label_list, len(part.label_list)
+            part.check_labels()
         task.num_train = len(part.train or ())
-        task.dev_sentences, task.dev_features = part.dev, part.dev_features
         task.eval_metrics = ("accuracy", "f1")
         task.spec_fn = lambda s, _: conll.tagging_feature_spec(s)
+
+        def write():
+            with _errors_of(spec):
+                part.write_splits()
+            task.label_list, task.num_labels = part.label_list, len(part.label_list)
+            task.dev_sentences, task.dev_features = part.dev, part.dev_features
+        return write
 
     def _prepare_span_task(self, task, directory):
         """run_squad's runner reads the questions and writes their document windows."""
@@ -704,10 +720,17 @@ class MultitaskRunner(job_lib.JobRunner):
             null_score_diff_threshold=float(threshold)), tokenizer=self.tokenizer)
         with _errors_of(spec):
             part.read_splits()
-            part.write_splits()
-        task.num_train = len(part.train_features or ())
-        task.dev_examples, task.dev_features = part.predict_examples, part.predict_features
+        task.num_train = None  # the document windows, known once written
         task.spec_fn = squad_lib.feature_spec
+
+        def write():
+            with _errors_of(spec):
+                part.write_splits()
+            task.num_train = len(part.train_features or ())
+            if job.do_train and task.num_train < 1:
+                raise _fail(spec, "data_dir", "%s has no training examples" % spec.data_dir)
+            task.dev_examples, task.dev_features = part.predict_examples, part.predict_features
+        return write
 
     # ----- distillation --------------------------------------------------------------------
 

@@ -179,19 +179,22 @@ class NerRunner(job_lib.JobRunner):
             if sentences is not None:
                 conll.check_tags(sentences, job.tagging_scheme)
 
+    def check_labels(self):
+        """Everything checked before anything is written: the label list of a run trained
+        in --output_dir, and every dev/test tag against the training labels."""
+        if self.train is not None:
+            labels = conll.label_list_from(self.train)
+            self.check_label_list_unchanged(labels, LABEL_LIST_FILE)
+            for sentences in (self.dev, self.test):
+                conll.check_known_tags(sentences or [], labels)
+
     def write_splits(self):
         """The label list (label_list.txt; without training, read back from it) and the
         records of the splits read: train.tf_record, eval.tf_record and predict.tf_record,
         the last two padded to whole eval / predict batches (`dev_features`,
         `test_features`: the real sentences' features)."""
         job = self.job
-        if self.train is not None:
-            # Everything checked before anything is written: the label list of a
-            # run trained here, and every dev/test tag against the training labels.
-            labels = conll.label_list_from(self.train)
-            self.check_label_list_unchanged(labels, LABEL_LIST_FILE)
-            for sentences in (self.dev, self.test):
-                conll.check_known_tags(sentences or [], labels)
+        self.check_labels()
         self.label_list = self.saved_label_list(
             conll.label_list_from(self.train) if self.train is not None else None,
             LABEL_LIST_FILE)
