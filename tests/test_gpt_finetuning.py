@@ -206,27 +206,44 @@ def test_lm_loss_weight_adds_exactly_weight_times_the_lm_loss(tokenizer):
         loss, metrics = model.compute_loss_and_metrics(features, training=False)
         losses[weight] = (float(loss), metrics)
     task_loss = losses[0.0][0]
-    # The reference LM loss: next-token cross-entropy of every real token of
-    # the real examples, from the network's own logits.
+    # The reference LM loss, OpenAI's train.py: each real example's sequence gives
+    # the mean next-token cross-entropy over its real tokens (from the network's
+    # own logits); the loss is the mean of these over the sequences. The two rows
+    # have different lengths, so the mean over all tokens is another number.
     model = _classifier("entailment", seed=5)
     ids, mask = features["input_ids"].numpy(), features["input_mask"].numpy()
     logits = model.encoder.logits(model.encoder({"input_ids": ids, "input_mask": mask}
                                                 )["sequence_output"]).numpy()
     log_probs = _log_softmax(logits.astype(np.float64))
-    total, count = 0.0, 0
+    per_sequence, total, count = [], 0.0, 0
     for row in range(2):
-        for t in range(int(mask[row].sum()) - 1):
-            total -= log_probs[row, t, ids[row, t + 1]]
-            count += 1
-    lm_loss = total / count
+        n = int(mask[row].sum())
+        losses_row = [-log_probs[row, t, ids[row, t + 1]] for t in range(n - 1)]
+        per_sequence.append(np.mean(losses_row))
+        total += sum(losses_row)
+        count += len(losses_row)
+    lm_loss = np.mean(per_sequence)
+    per_token = total / count
+    assert abs(lm_loss - per_token) > 1e-3
     for weight in (0.5, 2.0):
         loss, metrics = losses[weight]
         lm_sum, lm_count = (float(v) for v in metrics["lm_loss"])
-        assert lm_count == count and lm_sum / lm_count == pytest.approx(lm_loss, rel=1e-5)
+        assert lm_count == 2 and lm_sum / lm_count == pytest.approx(lm_loss, rel=1e-5)
         assert loss - task_loss == pytest.approx(weight * lm_loss, rel=1e-5)
         assert float(metrics["loss"][0]) / float(metrics["loss"][1]) == pytest.approx(
             task_loss, rel=1e-6)
     assert lm_loss > 1.0
+    # lm_loss_average="token": the mean over every predicted token of the batch.
+    tokenwise = gpt_classification.GPTClassifier(
+        model.encoder, 2, transformation="entailment", lm_loss_average="token")
+    tokenwise.output_weights.assign(model.output_weights)
+    tokenwise.output_bias.assign(model.output_bias)
+    loss, metrics = tokenwise.compute_loss_and_metrics(features, training=False)
+    lm_sum, lm_count = (float(v) for v in metrics["lm_loss"])
+    assert lm_count == count and lm_sum / lm_count == pytest.approx(per_token, rel=1e-5)
+    assert float(loss) - task_loss == pytest.approx(0.5 * per_token, rel=1e-5)
+    with pytest.raises(ValueError, match="lm_loss_average must be one of sequence, token"):
+        gpt_classification.GPTClassifier(model.encoder, 2, lm_loss_average="batch")
     # The weight changes what is minimised: its gradients differ.
     with tf.GradientTape() as tape:
         model_loss, _ = model.compute_loss_and_metrics(features, training=False)

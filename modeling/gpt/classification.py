@@ -19,10 +19,13 @@ their next tokens through the (tied) token table, and
 
     loss = task_loss + lm_loss_weight * lm_loss        (lm_loss_weight 0.5 in the paper)
 
-where `lm_loss` is the mean cross-entropy over every predicted token of the
-batch's real examples (a position predicts the token after it when both
-are real; framing tokens are predicted too, as in OpenAI's code).
-`lm_loss_weight=0` leaves the task loss alone.
+where `lm_loss` is, as in OpenAI's `train.py`, each sequence's mean
+next-token cross-entropy over its predicted tokens, averaged over the
+sequences of the batch's real examples (`lm_loss_average="sequence"`; a
+position predicts the token after it when both are real; framing tokens are
+predicted too). `lm_loss_average="token"` is the mean over every predicted
+token of the batch instead (long sequences weigh more). `lm_loss_weight=0`
+leaves the task loss alone.
 
 Features (`data.processors.transformations`): `input_ids` and `input_mask`
 `[batch, num_sequences * seq]` (an example's sequences end to end),
@@ -35,7 +38,8 @@ num_choices]`), `probabilities` (or `predictions` for regression), and
 
 Metrics (`(sum, count)`): the classifier's (`loss` = the task loss,
 `accuracy`, ...; `modeling.tasks.classification.task_loss_and_metrics`) plus
-`lm_loss` (per predicted token) and `total_loss` (what is minimised).
+`lm_loss` (per sequence, or per predicted token with `"token"`) and
+`total_loss` (what is minimised).
 
 Weights: `encoder` (a `GPTNetwork` with `V + 3` token rows), and
 `output_weights` `[num_labels or 1, n_embd]`, `output_bias`.
@@ -65,6 +69,7 @@ __all__ = ["GPTClassifier", "GPTInputFormat", "NUM_SPECIAL_TOKENS"]
 
 NUM_SPECIAL_TOKENS = 3  # <s>, $, <e>
 AUTO = "auto"
+LM_LOSS_AVERAGES = ("sequence", "token")
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
@@ -79,6 +84,8 @@ class GPTClassifier(EncoderModel, keras.Model):
         transformation: "classification", "entailment", "similarity" or
             "multiple_choice".
         lm_loss_weight: weight of the auxiliary language-model loss.
+        lm_loss_average: "sequence" (OpenAI's: the mean over sequences of each
+            sequence's mean per token) or "token" (the mean over all tokens).
         dropout_rate: dropout on the extract state (default the encoder's
             `resid_pdrop`).
         initializer_range: std of `output_weights` (default the encoder's).
@@ -86,7 +93,8 @@ class GPTClassifier(EncoderModel, keras.Model):
 
     def __init__(self, encoder, num_labels, task_type=classifier_lib.CLASSIFICATION,
                  transformation=transformations.CLASSIFICATION, lm_loss_weight=0.5,
-                 dropout_rate=None, initializer_range=None, **kwargs):
+                 dropout_rate=None, initializer_range=None, lm_loss_average="sequence",
+                 **kwargs):
         kwargs.setdefault("name", "gpt_classifier")
         super().__init__(**kwargs)
         if task_type not in classifier_lib.TASK_TYPES:
@@ -104,6 +112,10 @@ class GPTClassifier(EncoderModel, keras.Model):
             raise ValueError("num_labels must be a positive integer, got %r" % (num_labels,))
         if lm_loss_weight < 0:
             raise ValueError("lm_loss_weight must be >= 0, got %r" % (lm_loss_weight,))
+        if lm_loss_average not in LM_LOSS_AVERAGES:
+            raise ValueError("lm_loss_average must be one of %s, not %r"
+                             % (", ".join(LM_LOSS_AVERAGES), lm_loss_average))
+        self.lm_loss_average = lm_loss_average
         self.encoder = encoder
         self.num_labels = int(num_labels)
         self.task_type = task_type
@@ -121,13 +133,13 @@ class GPTClassifier(EncoderModel, keras.Model):
     @classmethod
     def from_config_object(cls, gpt_config, num_labels, task_type=classifier_lib.CLASSIFICATION,
                            transformation=transformations.CLASSIFICATION, lm_loss_weight=0.5,
-                           dtype=None):
+                           dtype=None, lm_loss_average="sequence"):
         """A classifier over a fresh `GPTNetwork` of `gpt_config` plus the three framing rows."""
         kwargs = {} if dtype is None else {"dtype": dtype}
         encoder = GPTNetwork.from_config_object(
             gpt_config.replace(vocab_size=gpt_config.vocab_size + NUM_SPECIAL_TOKENS), **kwargs)
         return cls(encoder, num_labels, task_type=task_type, transformation=transformation,
-                   lm_loss_weight=lm_loss_weight, **kwargs)
+                   lm_loss_weight=lm_loss_weight, lm_loss_average=lm_loss_average, **kwargs)
 
     # ------------------------------------------------------------------ call
 
@@ -167,7 +179,12 @@ class GPTClassifier(EncoderModel, keras.Model):
         return result
 
     def lm_loss_sum_and_count(self, outputs, features):
-        """`(sum of next-token cross-entropies, number of predicted tokens)` of real examples."""
+        """`(sum, count)` of the LM loss over the real examples' sequences.
+
+        "sequence": (sum over sequences of each one's mean cross-entropy per
+        predicted token, number of sequences); "token": (sum of the
+        cross-entropies, number of predicted tokens).
+        """
         ids, mask = outputs["sequence_ids"], outputs["sequence_mask"]
         targets, weights = next_token_targets(ids, mask)
         if "is_real_example" in features:
@@ -175,7 +192,13 @@ class GPTClassifier(EncoderModel, keras.Model):
             real = tf.reshape(tf.tile(real, [1, self.num_sequences]), [-1, 1])
             weights = weights * real
         per_token = _per_example_cross_entropy(outputs["lm_logits"][:, :-1], targets)
-        return tf.reduce_sum(weights * per_token), tf.reduce_sum(weights)
+        if self.lm_loss_average == "token":
+            return tf.reduce_sum(weights * per_token), tf.reduce_sum(weights)
+        tokens = tf.reduce_sum(weights, axis=-1)
+        per_sequence = tf.math.divide_no_nan(tf.reduce_sum(weights * per_token, axis=-1),
+                                             tokens)
+        counted = tf.cast(tokens > 0, tf.float32)
+        return tf.reduce_sum(per_sequence * counted), tf.reduce_sum(counted)
 
     def compute_loss_and_metrics(self, features, training=None):
         """`(loss, {name: (sum, count)})`: task loss + lm_loss_weight * LM loss."""
@@ -196,10 +219,12 @@ class GPTClassifier(EncoderModel, keras.Model):
         return self.encoder_model_config(
             num_labels=self.num_labels, task_type=self.task_type,
             transformation=self.transformation, lm_loss_weight=self.lm_loss_weight,
-            dropout_rate=self.dropout_rate, initializer_range=self.initializer_range)
+            dropout_rate=self.dropout_rate, initializer_range=self.initializer_range,
+            lm_loss_average=self.lm_loss_average)
 
 
 # ------------------------------------------------------------ input format
+
 
 
 class GPTInputFormat(InputFormat):
