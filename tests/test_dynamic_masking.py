@@ -39,23 +39,62 @@ def vocab():
     return tokenization.load_vocab(VOCAB)
 
 
-def _documents(py_tok, path):
-    """Token ids of each document of a file (Python reference)."""
+def _sentences(py_tok, path):
+    """Token ids of each document's sentences (its lines with tokens), per document."""
     docs = []
     for doc in corpus_lib.iter_documents([path]):
-        ids = []
-        for _, raw in doc.lines:
-            ids += py_tok.convert_tokens_to_ids(py_tok.tokenize(raw.decode("utf-8")))
-        if ids:
-            docs.append(ids)
+        sentences = [py_tok.convert_tokens_to_ids(py_tok.tokenize(raw.decode("utf-8")))
+                     for _, raw in doc.lines]
+        sentences = [ids for ids in sentences if ids]
+        if sentences:
+            docs.append(sentences)
     return docs
+
+
+def _documents(py_tok, path):
+    """Token ids of each document of a file (Python reference)."""
+    return [sum(doc, []) for doc in _sentences(py_tok, path)]
 
 
 def _chunks(ids, size):
     return [ids[i:i + size] for i in range(0, len(ids), size)]
 
 
+def _pack_sentences(docs, window, sep, cross_documents):
+    """RoBERTa's FULL-SENTENCES (DOC-SENTENCES without `cross_documents`), by hand.
+
+    Sentences in order, whole while they fit in `window` tokens, one [SEP]
+    between documents inside a window; a longer sentence is cut into pieces
+    of `window` tokens, each placed like a sentence.
+    """
+    windows, current = [], []
+    for d, doc in enumerate(docs):
+        for s, sentence in enumerate(doc):
+            for begin in range(0, len(sentence), window):
+                piece = sentence[begin:begin + window]
+                new_document = d > 0 and s == 0 and begin == 0
+                extra = [sep] if cross_documents and new_document else []
+                if current and ((new_document and not cross_documents)
+                                or len(current) + len(extra) + len(piece) > window):
+                    windows.append(current)
+                    current = []
+                current += (extra if current else []) + piece
+    if current:
+        windows.append(current)
+    return windows
+
+
 def _expected_full(py_tok, vocab, paths, window):
+    return [w for path in paths
+            for w in _pack_sentences(_sentences(py_tok, path), window, vocab["[SEP]"], True)]
+
+
+def _expected_doc(py_tok, vocab, paths, window):
+    return [w for path in paths
+            for w in _pack_sentences(_sentences(py_tok, path), window, vocab["[SEP]"], False)]
+
+
+def _expected_blocks(py_tok, vocab, paths, window):
     out = []
     for path in paths:
         stream = []
@@ -63,11 +102,6 @@ def _expected_full(py_tok, vocab, paths, window):
             stream += ([vocab["[SEP]"]] if i else []) + doc
         out += _chunks(stream, window)
     return out
-
-
-def _expected_doc(py_tok, paths, window):
-    return [c for path in paths for doc in _documents(py_tok, path)
-            for c in _chunks(doc, window)]
 
 
 def _rows(dataset, num_rows):
@@ -128,11 +162,48 @@ def test_token_stream_and_full_sentence_windows(sample, vocab):
         assert row["original"][:row["n"]].tolist() == [cls] + window + [sep]
         assert not row["masked"][row["n"]:].any() and not row["batch"]["input_mask"][
             row["row"]][row["n"]:].any()
-    # Windows are full except the last of each file; documents inside a file
-    # are joined by [SEP], so windows cross document boundaries.
-    short = [i for i, w in enumerate(expected) if len(w) < SEQ - 2]
-    assert len(short) <= len(SAMPLE_FILES)
+    # Whole sentences: windows close before a sentence that does not fit, so
+    # most are a little short of full; documents inside a file are joined by
+    # [SEP], so windows cross document boundaries.
+    assert all(len(w) <= SEQ - 2 for w in expected)
+    assert sum(len(w) < SEQ - 2 for w in expected) > len(expected) / 2
     assert any(sep in w[1:-1] for w in expected)
+
+
+def test_full_sentences_pack_whole_sentences_by_hand(tmp_path, tok, vocab):
+    # Window 10. One word is one token here; "a b" names sentences by their words.
+    text = ("the baker opens the shop .\n"          # 6
+            "rain fell .\n"                          # 3: fits (9)
+            "the farmer opens the gate .\n"          # 6: next window
+            "\n"
+            "the town .\n"                           # 3: [SEP] + 3 fits (10)
+            "the baker opens the shop at six in the morning and the farmer opens .\n"  # 15
+            "rain fell .\n")
+    path = _write(tmp_path, "a.txt", text)
+    words = {w: vocab[w] for w in set(text.split())}
+    ids = lambda line: [words[w] for w in line.split()]  # noqa: E731
+    want = [ids("the baker opens the shop . rain fell ."),
+            ids("the farmer opens the gate .") + [vocab["[SEP]"]] + ids("the town ."),
+            ids("the baker opens the shop at six in the morning"),
+            ids("and the farmer opens . rain fell .")]
+    for lines_per_block in (1, 2, 256):
+        ds = dynamic_masking.roberta_dataset(path, VOCAB, True, 12, 2, 1, seed=0,
+                                             is_training=False, lines_per_block=lines_per_block,
+                                             tokenizer=tok)
+        got = [r["original"][1:r["n"] - 1].tolist() for r in _rows(ds, 100)]
+        assert got == want, lines_per_block
+    # DOC-SENTENCES: the second document starts a window; "blocks": every 10 tokens.
+    ds = dynamic_masking.roberta_dataset(path, VOCAB, True, 12, 2, 1, seed=0, is_training=False,
+                                         packing="doc_sentences", tokenizer=tok)
+    got = [r["original"][1:r["n"] - 1].tolist() for r in _rows(ds, 100)]
+    assert got == [want[0], ids("the farmer opens the gate ."), ids("the town ."),
+                   want[2], want[3]]
+    ds = dynamic_masking.roberta_dataset(path, VOCAB, True, 12, 2, 1, seed=0, is_training=False,
+                                         packing="blocks", tokenizer=tok)
+    got = [r["original"][1:r["n"] - 1].tolist() for r in _rows(ds, 100)]
+    stream = want[0] + ids("the farmer opens the gate .") + [vocab["[SEP]"]] + ids(
+        "the town .") + want[2] + want[3]
+    assert got == _chunks(stream, 10)
 
 
 def test_masked_positions_labels_and_corruption(sample, vocab):
@@ -222,33 +293,39 @@ def test_doc_sentences_windows_stay_in_one_document(tmp_path, tok, py_tok, vocab
         [a, b], VOCAB, True, seq, pred, 1, packing="doc_sentences", seed=0,
         is_training=False, lines_per_block=2, tokenizer=tok)
     rows = _rows(ds, 1000)
-    expected = _expected_doc(py_tok, [a, b], seq - 2)
+    expected = _expected_doc(py_tok, vocab, [a, b], seq - 2)
     docs = [d for p in (a, b) for d in _documents(py_tok, p)]
     assert len(docs) == 5 and any(len(d) > 2 * (seq - 2) for d in docs)
     got = [r["original"][1:r["n"] - 1].tolist() for r in rows]
     assert got == expected
-    # Each window is a contiguous piece of exactly one document, and the
-    # pieces of a document, in order, are the whole document.
-    assert sum(len(_chunks(d, seq - 2)) for d in docs) == len(got)
+    # Each window holds whole sentences of one document (or a piece of a
+    # longer one), and the windows, in order, are the documents.
+    assert sum(got, []) == sum(docs, [])
     assert all(vocab["[SEP]"] not in w for w in got)
+    assert got != [c for d in docs for c in _chunks(d, seq - 2)]
     assert all(len(r["pos"]) == min(pred, max(1, int(round(r["n"] * 0.15))))
                for r in rows)
 
 
-def test_full_sentences_sharded_by_file(tmp_path, tok, py_tok, vocab):
+@pytest.mark.parametrize("packing", ["full_sentences", "blocks"])
+def test_windows_sharded_by_file(tmp_path, tok, py_tok, vocab, packing):
     # Two input pipelines, two files: pipeline 1 packs file b alone.
     a = _write(tmp_path, "a.txt", SMALL_DOCS[1])
     b = _write(tmp_path, "b.txt", "".join(SMALL_DOCS))
     context = tf.distribute.InputContext(2, 1, 2)
     ds = dynamic_masking.roberta_dataset(
         [a, b], VOCAB, True, 12, 2, 2, seed=0, is_training=False, lines_per_block=3,
-        input_context=context, tokenizer=tok)
+        input_context=context, packing=packing, tokenizer=tok)
     assert ds.element_spec["input_ids"].shape.as_list() == [1, 12]
     got = [r["original"][1:r["n"] - 1].tolist() for r in _rows(ds, 1000)]
-    assert got == _expected_full(py_tok, vocab, [b], 10)
-    assert all(len(w) == 10 for w in got[:-1])
-    stream = sum(got, [])
-    assert stream.count(vocab["[SEP]"]) == len(_documents(py_tok, b)) - 1 == 3
+    if packing == "blocks":
+        # The stream cut every 10 tokens: full windows, every boundary a [SEP].
+        assert got == _expected_blocks(py_tok, vocab, [b], 10)
+        assert all(len(w) == 10 for w in got[:-1])
+        assert sum(got, []).count(vocab["[SEP]"]) == len(_documents(py_tok, b)) - 1 == 3
+    else:
+        assert got == _expected_full(py_tok, vocab, [b], 10)
+        assert not all(len(w) == 10 for w in got[:-1])
 
 
 def test_each_repeat_of_one_sequence_is_masked_afresh(tmp_path, tok):

@@ -20,19 +20,27 @@ Stages (`roberta_dataset`):
    and a file end also ends a document; lines over ``max_line_bytes`` are
    skipped.
 2. **Pack.** A `tf.data.Dataset.scan` over a file's blocks numbers the
-   documents (a running count of blank lines) and cuts the token stream into
-   windows of ``max_seq_length - 2`` tokens, carrying the unfinished tail
-   window from block to block and flushing it at the end of the file:
+   documents (a running count of blank lines) and packs the sentences into
+   windows of at most ``max_seq_length - 2`` tokens, carrying the open
+   window from block to block and closing it at the end of the file. The
+   modes are the paper's (Liu et al. 2019, section 4.2) and fairseq's
+   ``--sample-break-mode``:
 
-   ``full_sentences``: the stream runs across documents, with ``[SEP]``
-   inserted at each document boundary; every window is full except the last
-   one of a file.
-   ``doc_sentences``: a window never holds tokens of two documents; the last
-   window of each document may be shorter.
+   ``full_sentences`` (fairseq ``complete``, the paper's choice): whole
+   sentences, taken in order while they fit, across document boundaries,
+   with an extra ``[SEP]`` between two documents (none at a window's start,
+   itself a boundary). A window closes when the next sentence does not fit,
+   so windows are usually a little short of full; a sentence longer than a
+   window is cut into pieces of a window's length (the last piece shorter),
+   each placed as a sentence would be.
+   ``doc_sentences`` (``complete_doc``): the same, but a window never holds
+   two documents (a new document starts a new window).
+   ``blocks`` (``none``): the token stream, ``[SEP]`` between documents, cut
+   every ``max_seq_length - 2`` tokens regardless of sentences: every window
+   is full except the last one of a file.
 
    A window never spans two files: a file is the unit of parallel reading
-   (``interleave``) and of sharding between input pipelines, so at most one
-   short window per file is produced in ``full_sentences`` mode.
+   (``interleave``) and of sharding between input pipelines.
 3. **Shuffle** windows (training), **batch** (``drop_remainder``), then
 4. **Mask dynamically** per batch: ``[CLS] window [SEP]`` rows go through
    `tensorflow_text.mask_language_model` with `StatelessRandomItemSelector`
@@ -76,7 +84,7 @@ from data.pretraining import text_windows
 from data.tokenizers import wordpiece as graph_tokenizer_lib
 from data import tokenization
 
-PACKING_MODES = ("full_sentences", "doc_sentences")
+PACKING_MODES = ("full_sentences", "doc_sentences", "blocks")
 
 
 def masked_lm_budget(num_tokens, masked_lm_prob, max_predictions_per_seq):
@@ -195,15 +203,20 @@ def _pack_file(path, tokenizer, window, packing, sep_id, lines_per_block,
         tf.zeros([0], tf.int32), tf.zeros([0], tf.int64), tf.zeros([0], tf.bool),
         tf.constant(True)))
     blocks = blocks.concatenate(end)
-
     # State: documents counted so far, document of the last token seen (-1:
-    # none yet), and the unfinished window (tokens and their packing keys).
+    # none yet), and the tokens of the open (last, unfinished) window.
     initial_state = (tf.constant(0, tf.int64), tf.constant(-1, tf.int64),
-                     tf.zeros([0], tf.int32), tf.zeros([0], tf.int64))
+                     tf.zeros([0], tf.int32))
+    return blocks.scan(initial_state, _block_packer(window, packing, sep_id)).unbatch()
+
+
+def _block_packer(window, packing, sep_id):
+    """`_pack_file`'s scan step: (state, block of lines) -> (state, finished windows)."""
+    window = int(window)
 
     @_no_autograph
     def step(state, block):
-        num_docs, last_doc, buf_ids, buf_keys = state
+        num_docs, last_doc, open_ids = state
         tokens, lengths, blank, is_final = block
         # Document of each line: blank lines so far (gaps in the numbering
         # from runs of blank lines do not matter).
@@ -213,45 +226,106 @@ def _pack_file(path, tokenizer, window, packing, sep_id, lines_per_block,
         previous = tf.concat([[last_doc], token_doc[:-1]], 0)
         new_last_doc = tf.cond(tf.size(token_doc) > 0,
                                lambda: token_doc[-1], lambda: last_doc)
-        if packing == "full_sentences":
-            # [SEP] before the first token of every document but the first.
-            sep_before = tf.logical_and(previous >= 0, token_doc != previous)
-            pairs = tf.stack([tf.fill(tf.shape(tokens), sep_id), tokens], 1)
-            keep = tf.stack([sep_before, tf.ones_like(sep_before)], 1)
-            tokens = tf.boolean_mask(pairs, keep)
-            keys = tf.zeros(tf.shape(tokens), tf.int64)
+        # The first token of a document that some token of the file precedes.
+        doc_start = tf.logical_and(previous >= 0, token_doc != previous)
+        if packing == "blocks":
+            ids, window_id, num_windows = _fixed_windows(open_ids, tokens, doc_start,
+                                                         window, sep_id)
         else:
-            keys = token_doc
-        ids = tf.concat([buf_ids, tokens], 0)
-        keys = tf.concat([buf_keys, keys], 0)
-        n = tf.size(ids, out_type=tf.int64)
-        index = tf.range(n)
-        # A window starts at every document start and every `window` tokens
-        # into a document. The buffer always begins at a window start.
-        doc_start = tf.concat([tf.ones([tf.minimum(n, 1)], tf.bool),
-                               keys[1:] != keys[:-1]], 0)
-        run_id = tf.cumsum(tf.cast(doc_start, tf.int64)) - 1
-        run_start = tf.gather(tf.boolean_mask(index, doc_start), run_id)
-        window_start = tf.logical_or(doc_start, (index - run_start) % window == 0)
-        window_id = tf.cumsum(tf.cast(window_start, tf.int64)) - 1
-        num_windows = tf.reduce_sum(tf.cast(window_start, tf.int64))
+            ids, window_id, num_windows = _sentence_windows(
+                open_ids, tokens, lengths, doc_start, window, sep_id,
+                cross_documents=packing == "full_sentences")
         windows = tf.RaggedTensor.from_value_rowids(ids, window_id, nrows=num_windows)
         window_lengths = windows.row_lengths()
-        # The last window is kept back unless it is full or the file ended:
-        # more tokens of its document may follow in the next block.
-        hold = tf.logical_and(
-            tf.logical_not(is_final),
-            tf.logical_and(num_windows > 0,
-                           window_lengths[-1:] < window))
-        hold = tf.reduce_any(hold)
-        num_out = num_windows - tf.cast(hold, tf.int64)
+        # The last window stays open until the file ends: sentences of the
+        # next block may still join it ("blocks": unless it is full).
+        keep_open = tf.logical_and(num_windows > 0, tf.logical_not(is_final))
+        if packing == "blocks":
+            keep_open = tf.logical_and(keep_open,
+                                       tf.reduce_any(window_lengths[-1:] < window))
+        num_out = num_windows - tf.cast(keep_open, tf.int64)
         cut = tf.reduce_sum(window_lengths[:num_out])
         out = windows[:num_out]
-        new_state = (num_docs, new_last_doc, ids[cut:], keys[cut:])
-        return new_state, (out.to_tensor(0, shape=[None, window]),
-                           tf.cast(out.row_lengths(), tf.int32))
+        return (num_docs, new_last_doc, ids[cut:]), (
+            out.to_tensor(0, shape=[None, window]), tf.cast(out.row_lengths(), tf.int32))
 
-    return blocks.scan(initial_state, step).unbatch()
+    return step
+
+
+def _insert_separators(tokens, sep_before, sep_id, *parallel):
+    """`tokens` with `sep_id` inserted before each token where `sep_before`.
+
+    Each tensor of `parallel` (one value per token) gets its token's value
+    at the inserted separator too. Returns the new tokens, then the new
+    `parallel` tensors.
+    """
+    keep = tf.reshape(tf.stack([sep_before, tf.ones_like(sep_before)], 1), [-1])
+    out = [tf.boolean_mask(tf.reshape(tf.stack([tf.fill(tf.shape(tokens), sep_id), tokens],
+                                               1), [-1]), keep)]
+    out += [tf.boolean_mask(tf.reshape(tf.stack([values, values], 1), [-1]), keep)
+            for values in parallel]
+    return out
+
+
+def _fixed_windows(open_ids, tokens, doc_start, window, sep_id):
+    """"blocks": the token stream, [SEP] between documents, cut every `window` tokens."""
+    stream, = _insert_separators(tokens, doc_start, sep_id)
+    ids = tf.concat([open_ids, stream], 0)
+    n = tf.size(ids, out_type=tf.int64)
+    window_id = tf.range(n) // window
+    return ids, window_id, (n + window - 1) // window
+
+
+def _sentence_windows(open_ids, tokens, lengths, doc_start, window, sep_id, cross_documents):
+    """Whole sentences packed greedily into windows of at most `window` tokens.
+
+    A sentence longer than a window is cut into pieces of `window` tokens
+    (the last piece shorter); every piece is placed whole. A piece joins the
+    open window if it fits (with the [SEP] before a new document's first
+    piece, for `cross_documents`), else it starts the next window (dropping
+    that [SEP]: a window's start is a boundary anyway). Without
+    `cross_documents` a new document always starts a new window.
+
+    Returns (ids, window id of each id, number of windows), ids being the
+    open window's tokens followed by this block's.
+    """
+    num_tokens = tf.size(tokens, out_type=tf.int64)
+    line_starts = tf.cumsum(lengths, exclusive=True)
+    position = tf.range(num_tokens) - tf.repeat(line_starts, lengths)
+    piece_start = tf.equal(position % window, 0)
+    piece_of_token = tf.cumsum(tf.cast(piece_start, tf.int64)) - 1
+    num_pieces = tf.reduce_sum(tf.cast(piece_start, tf.int64))
+    piece_length = tf.math.unsorted_segment_sum(
+        tf.ones_like(piece_of_token), piece_of_token, num_pieces)
+    piece_doc_start = tf.boolean_mask(doc_start, piece_start)
+
+    def place(state, piece):
+        window_index, fill, _ = state
+        length, starts_document = piece
+        sep = tf.cast(tf.logical_and(starts_document, cross_documents), tf.int64)
+        overflow = fill + sep + length > window
+        if not cross_documents:
+            overflow = tf.logical_or(overflow, starts_document)
+        new_window = tf.logical_and(fill > 0, overflow)
+        sep_here = tf.logical_and(tf.logical_and(sep > 0, fill > 0),
+                                  tf.logical_not(new_window))
+        fill = tf.where(new_window, tf.constant(0, tf.int64), fill)
+        return (window_index + tf.cast(new_window, tf.int64),
+                fill + tf.cast(sep_here, tf.int64) + length, sep_here)
+
+    open_length = tf.size(open_ids, out_type=tf.int64)
+    piece_window, _, piece_sep = tf.scan(
+        place, (piece_length, piece_doc_start),
+        initializer=(tf.constant(0, tf.int64), open_length, tf.constant(False)))
+    token_window = tf.gather(piece_window, piece_of_token)
+    sep_before = tf.logical_and(piece_start, tf.gather(piece_sep, piece_of_token))
+    stream, stream_window = _insert_separators(tokens, sep_before, sep_id, token_window)
+    ids = tf.concat([open_ids, stream], 0)
+    window_id = tf.concat([tf.zeros([open_length], tf.int64), stream_window], 0)
+    last_window = tf.cond(num_pieces > 0, lambda: piece_window[-1],
+                          lambda: tf.constant(0, tf.int64))
+    num_windows = tf.where(tf.size(ids) > 0, last_window + 1, tf.constant(0, tf.int64))
+    return ids, window_id, num_windows
 
 
 def roberta_dataset(input_patterns, vocab_file, do_lower_case, max_seq_length,
@@ -269,12 +343,12 @@ def roberta_dataset(input_patterns, vocab_file, do_lower_case, max_seq_length,
         in the pre-training corpus format.
       vocab_file: WordPiece vocabulary (must hold [CLS], [SEP], [MASK]).
       do_lower_case: as for `FullTokenizer`.
-      max_seq_length: sequence length; windows hold ``max_seq_length - 2``
-        tokens, framed by [CLS] and [SEP].
+      max_seq_length: sequence length; windows hold at most
+        ``max_seq_length - 2`` tokens, framed by [CLS] and [SEP].
       max_predictions_per_seq: most masked positions per sequence.
       batch_size: batch size of this input pipeline; with `input_context`,
         the global batch size (the per-replica size is derived from it).
-      packing: "full_sentences" or "doc_sentences" (module docstring).
+      packing: "full_sentences", "doc_sentences" or "blocks" (module docstring).
       masked_lm_prob: fraction of a sequence's tokens to predict.
       seed: seeds file and window shuffling and the masks; None draws one.
       is_training: shuffle and interleave files, shuffle windows.

@@ -2,9 +2,10 @@
 
 Inputs are plain-text files (one sentence per line, a blank line between
 documents); `data.pretraining.dynamic_masking` tokenizes them with the
-in-graph WordPiece tokenizer, packs FULL-SENTENCES (or DOC-SENTENCES, the
-recipe's `packing`) windows and draws a new mask every time a window is
-seen, with the feature names of the static pipeline.
+in-graph WordPiece tokenizer, packs whole sentences into FULL-SENTENCES
+windows (the recipe's `packing`: or DOC-SENTENCES, or fixed "blocks" of the
+token stream) and draws a new mask every time a window is seen, with the
+feature names of the static pipeline.
 """
 
 from data import tokenization
