@@ -351,6 +351,34 @@ def test_formats_are_found_by_family_and_bad_settings_are_one_line(tmp_path):
                                     bert_config_file=str(bert_config), **overrides))
 
 
+def test_a_released_gpt_vocabulary_is_read_with_gpts_own_bpe(tmp_path):
+    """An openai-gpt folder's vocab.json + merges.txt (`</w>` word ends, no byte
+    symbols) is tokenized with GPT's lower-casing BPE (`data.tokenizers.gpt_bpe`), not
+    refused as a broken byte-level vocabulary; the byte-level demo files stay byte level."""
+    from data.tokenizers import gpt_bpe  # pylint: disable=g-import-not-at-top
+    vocab = {"<unk>": 0, "t": 1, "h": 2, "e</w>": 3, "th": 4, "the</w>": 5, "c": 6, "a": 7,
+             "t</w>": 8, "ca": 9, "cat</w>": 10, ".</w>": 11}
+    (tmp_path / "vocab.json").write_text(json.dumps(vocab))
+    (tmp_path / "merges.txt").write_text("#version: 0.2\nt h\nth e</w>\nc a\nca t</w>\n")
+    config = GPTConfig(vocab_size=len(vocab), n_positions=16, n_embd=8, n_layer=1, n_head=2)
+    config.to_json_file(str(tmp_path / "gpt_config.json"))
+    job = _job(tmp_path, bert_config_file=str(tmp_path / "gpt_config.json"),
+               vocab_file=str(tmp_path / "vocab.json"), merges_file=str(tmp_path / "merges.txt"))
+    assert gpt_classification.is_end_of_word_vocab(job.vocab_file)
+    assert not gpt_classification.is_end_of_word_vocab(VOCAB)
+    input_format = gpt_classification.GPTInputFormat(job, config, None)
+    input_format.check()
+    tokenizer = input_format.tokenizer()
+    assert isinstance(tokenizer, gpt_bpe.GPTBPETokenizer)
+    assert tokenizer.encode("The cat.") == [5, 10, 11]
+    special = transformations.special_ids_after(len(vocab))
+    example = processors_lib.InputExample("1", "The cat.", None, "0")
+    assert transformations.gpt_example_sequences(
+        example, "classification", 8, tokenizer, special) == [[12, 5, 10, 11, 14]]
+    demo = gpt_classification.GPTInputFormat(_job(tmp_path), _config(), None).tokenizer()
+    assert isinstance(demo, byte_bpe.ByteBPETokenizer)
+
+
 def test_init_from_hf_safetensors_appends_the_three_rows(tmp_path, tokenizer):
     import torch  # pylint: disable=g-import-not-at-top
     import transformers  # pylint: disable=g-import-not-at-top

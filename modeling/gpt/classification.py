@@ -54,6 +54,7 @@ import tensorflow as tf
 from data import processors as processors_lib
 from data.processors import transformations
 from data.tokenizers import byte_bpe
+from data.tokenizers import gpt_bpe
 from modeling import checkpoints
 from modeling.gpt.network import GPTNetwork
 from modeling.layers.common import PACKAGE as _PACKAGE
@@ -65,7 +66,7 @@ from modeling.tasks.input_formats import FORMATS
 from modeling.tasks.input_formats import ClassifierJobError
 from modeling.tasks.input_formats import InputFormat
 
-__all__ = ["GPTClassifier", "GPTInputFormat", "NUM_SPECIAL_TOKENS"]
+__all__ = ["GPTClassifier", "GPTInputFormat", "NUM_SPECIAL_TOKENS", "is_end_of_word_vocab"]
 
 NUM_SPECIAL_TOKENS = 3  # <s>, $, <e>
 AUTO = "auto"
@@ -226,16 +227,35 @@ class GPTClassifier(EncoderModel, keras.Model):
 # ------------------------------------------------------------ input format
 
 
+def is_end_of_word_vocab(vocab_file):
+    """Whether `vocab_file` is GPT's `</w>` BPE vocabulary, not a byte-level one.
+
+    GPT's (`openai-gpt`) words end in `</w>` and its base symbols are
+    characters; a byte-level vocabulary holds all 256 byte symbols
+    (`byte_bpe.bytes_to_unicode`). Raises `GPTBPEError` (naming the file)
+    when the file is not a JSON vocabulary.
+    """
+    vocab = gpt_bpe.load_vocab(vocab_file)
+    if all(symbol in vocab for symbol in byte_bpe.bytes_to_unicode().values()):
+        return False
+    return any(token.endswith(gpt_bpe.END_OF_WORD) for token in vocab)
+
+
 
 class GPTInputFormat(InputFormat):
     """`run_classifier.py --model_family=gpt`: GPT's input transformations and head.
 
     Job fields used: `vocab_file` (vocab.json) and `merges_file`
-    (merges.txt) of the byte-level BPE the model was pre-trained with;
+    (merges.txt) of the BPE the model was pre-trained with: GPT's own
+    lower-cased `</w>` BPE (`data.tokenizers.gpt_bpe`; OpenAI's `openai-gpt`
+    and its fine-tunes) when the vocabulary's words end in `</w>` and it lacks
+    the 256 byte symbols, else the byte-level BPE (`data.tokenizers.byte_bpe`;
+    the demo's `--recipe=gpt`);
     `input_transformation` ("auto": classification for single texts,
     entailment for pairs, multiple_choice for a multiple-choice task; or
     "similarity" for symmetric pair tasks); `lm_loss_weight` (None: the
-    paper's 0.5). `do_lower_case` does not apply (the BPE is cased).
+    paper's 0.5). `do_lower_case` does not apply (each BPE normalises text
+    its own way: GPT's lower-cases, the byte-level one keeps the case).
     """
 
     def check(self):
@@ -271,8 +291,11 @@ class GPTInputFormat(InputFormat):
     def tokenizer(self):
         job = self.job
         try:
-            tokenizer = byte_bpe.ByteBPETokenizer(job.vocab_file, job.merges_file)
-        except byte_bpe.ByteBPEError as e:
+            if is_end_of_word_vocab(job.vocab_file):
+                tokenizer = gpt_bpe.GPTBPETokenizer(job.vocab_file, job.merges_file)
+            else:
+                tokenizer = byte_bpe.ByteBPETokenizer(job.vocab_file, job.merges_file)
+        except (byte_bpe.ByteBPEError, gpt_bpe.GPTBPEError) as e:
             raise ClassifierJobError(str(e)) from None
         if tokenizer.vocab_size != self.config.vocab_size:
             raise ClassifierJobError(
