@@ -2,6 +2,7 @@
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from modeling import bert as config_lib
@@ -33,11 +34,14 @@ def _layer_norm(x, gamma, beta, eps=1e-12):
     return (x - mean) / np.sqrt(var + eps) * gamma + beta
 
 
-def test_objective_matches_numpy():
+@pytest.mark.parametrize("position_size", [None, 3])
+def test_objective_matches_numpy(position_size):
+    # position_size 3: the authors' separate width (200 for BERT-large) of p(i - s).
     keras.utils.set_random_seed(2)
     vocab, hidden = 23, 8
     objective = span_boundary.SpanBoundaryObjective(vocab_size=vocab, hidden_size=hidden,
-                                                    max_span_length=5)
+                                                    max_span_length=5,
+                                                    position_embedding_size=position_size)
     table = np.random.RandomState(0).normal(size=(vocab, hidden)).astype("float32")
 
     class FakeEncoder:
@@ -51,6 +55,8 @@ def test_objective_matches_numpy():
     result = objective({"sequence_output": tf.constant(seq)}, features)
     head = objective.head
     pos_emb = head.position_embeddings.numpy()
+    assert pos_emb.shape == (5, position_size or hidden)
+    assert head.dense_1.kernel.shape == (2 * hidden + (position_size or hidden), hidden)
     w1, b1 = head.dense_1.kernel.numpy(), head.dense_1.bias.numpy()
     w2, b2 = head.dense_2.kernel.numpy(), head.dense_2.bias.numpy()
     g1, be1 = head.layer_norm_1.gamma.numpy(), head.layer_norm_1.beta.numpy()
@@ -126,3 +132,19 @@ def test_spanbert_pretrainer_learns_spans():
     assert last["span_boundary_loss"] < first["span_boundary_loss"] - 1.0
     # Predicting from the boundary alone works once the head learned to copy it.
     assert np.mean([h["span_boundary_accuracy"] for h in history[-10:]]) > 0.5
+
+
+def test_position_embedding_size_from_a_recipe_and_a_keras_config():
+    import dataclasses  # pylint: disable=import-outside-toplevel
+    from modeling import recipes  # pylint: disable=import-outside-toplevel
+    recipe = dataclasses.replace(recipes.load_recipe("spanbert"), objective_options={
+        "span_boundary": {"position_embedding_size": 6}})
+    model = recipe.build_model(recipe.demo_config(vocab_size=50))
+    head = model.get_objective("span_boundary").head
+    assert tuple(head.position_embeddings.shape)[1] == 6
+    again = span_boundary.SpanBoundaryObjective.from_config(
+        model.get_objective("span_boundary").get_config())
+    assert again.head.position_embedding_size == 6
+    with pytest.raises(ValueError, match="position_embedding_size must be a positive"):
+        span_boundary.SpanBoundaryObjective(vocab_size=5, hidden_size=4,
+                                            position_embedding_size=0)

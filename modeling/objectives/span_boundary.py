@@ -6,17 +6,25 @@ plus an embedding of the token's position inside the span. This forces the
 boundary representations to summarise the span's content, which is what
 span-selection tasks (QA, coreference) read.
 
-    h0 = [x(s-1); x(e+1); p(i - s)]
+    h0 = [x(s-1); x(e+1); p(i - s)]       (p: `position_embedding_size` wide)
     h1 = LayerNorm(GELU(W1 h0))
     h2 = LayerNorm(GELU(W2 h1))
     logits = h2 @ embedding_table^T + bias        (tied output embedding)
 
 The spans are recovered from the pre-training features themselves: the span
 masking of `data/pretraining/masking.py` masks runs of consecutive positions, so a span
-is a maximal run of consecutive `masked_lm_positions` (two spans that happen
-to touch are read as one; spans are sampled without overlap, so this only
-merges neighbours and never splits a span). No extra feature is needed, and
-the TFRecords keep Google's feature names.
+is a maximal run of consecutive `masked_lm_positions`. Two spans that happen
+to touch are read as one, as facebookresearch/SpanBERT does too (its
+`merge_intervals` joins touching spans before making the boundary targets);
+spans are sampled without overlap, so this only merges neighbours and never
+splits a span. No extra feature is needed, and the TFRecords keep Google's
+feature names.
+
+The relative position embedding is `hidden_size` wide by default, so that
+the head scales with the model; the authors' code uses 200 for BERT-large
+(`--pair-positional-embedding-size 200`): `position_embedding_size=200`
+(in a recipe, ``"objective_options": {"span_boundary":
+{"position_embedding_size": 200}}``).
 """
 
 import keras
@@ -68,8 +76,15 @@ class SpanBoundaryHead(keras.layers.Layer):
 
     def __init__(self, vocab_size, hidden_size, max_span_length=32, hidden_act="gelu",
                  initializer_range=0.02, layer_norm_epsilon=LAYER_NORM_EPSILON,
-                 embedding_size=None, **kwargs):
+                 embedding_size=None, position_embedding_size=None, **kwargs):
         super().__init__(**kwargs)
+        if position_embedding_size is not None and (
+                isinstance(position_embedding_size, bool)
+                or not isinstance(position_embedding_size, int) or position_embedding_size < 1):
+            raise ValueError("span_boundary position_embedding_size must be a positive "
+                             "integer or None (hidden_size), got %r" % (position_embedding_size,))
+        self.position_embedding_size = position_embedding_size
+        width = position_embedding_size or hidden_size
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
         self.max_span_length = max_span_length
@@ -80,7 +95,7 @@ class SpanBoundaryHead(keras.layers.Layer):
         self._activation = get_activation(hidden_act)
         init = truncated_normal_initializer(initializer_range)
         self.position_embeddings = self.add_weight(
-            name="position_embeddings", shape=(max_span_length, hidden_size), initializer=init)
+            name="position_embeddings", shape=(max_span_length, width), initializer=init)
         self.dense_1 = keras.layers.Dense(hidden_size, kernel_initializer=init,
                                           dtype=self.dtype_policy, name="dense_1")
         self.layer_norm_1 = keras.layers.LayerNormalization(
@@ -91,7 +106,7 @@ class SpanBoundaryHead(keras.layers.Layer):
             epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="LayerNorm_2")
         self.output_bias = self.add_weight(name="output_bias", shape=(vocab_size,),
                                            initializer="zeros")
-        self.dense_1.build((None, 3 * hidden_size))
+        self.dense_1.build((None, 2 * hidden_size + width))
         self.layer_norm_1.build((None, hidden_size))
         self.dense_2.build((None, hidden_size))
         self.layer_norm_2.build((None, embedding_size or hidden_size))
@@ -121,7 +136,8 @@ class SpanBoundaryHead(keras.layers.Layer):
                       max_span_length=self.max_span_length, hidden_act=self.hidden_act,
                       initializer_range=self.initializer_range,
                       layer_norm_epsilon=self.layer_norm_epsilon,
-                      embedding_size=self.embedding_size)
+                      embedding_size=self.embedding_size,
+                      position_embedding_size=self.position_embedding_size)
         return config
 
 
@@ -135,13 +151,14 @@ class SpanBoundaryObjective(Objective):
 
     def __init__(self, vocab_size, hidden_size, max_span_length=32, hidden_act="gelu",
                  initializer_range=0.02, layer_norm_epsilon=LAYER_NORM_EPSILON,
-                 embedding_size=None, loss_weight=1.0, **kwargs):
+                 embedding_size=None, position_embedding_size=None, loss_weight=1.0, **kwargs):
         kwargs.setdefault("name", "span_boundary")
         super().__init__(loss_weight=loss_weight, **kwargs)
         self.head = SpanBoundaryHead(
             vocab_size=vocab_size, hidden_size=hidden_size, max_span_length=max_span_length,
             hidden_act=hidden_act, initializer_range=initializer_range,
             layer_norm_epsilon=layer_norm_epsilon, embedding_size=embedding_size,
+            position_embedding_size=position_embedding_size,
             dtype=self.dtype_policy, name="span_boundary_head")
         self._encoder = None
         self.build()
@@ -195,11 +212,12 @@ class SpanBoundaryObjective(Objective):
                       max_span_length=head.max_span_length, hidden_act=head.hidden_act,
                       initializer_range=head.initializer_range,
                       layer_norm_epsilon=head.layer_norm_epsilon,
-                      embedding_size=head.embedding_size)
+                      embedding_size=head.embedding_size,
+                      position_embedding_size=head.position_embedding_size)
         return config
 
 
 @registry.objectives.register("span_boundary")
-def _span_boundary(config, family, **kwargs):
+def _span_boundary(config, family, position_embedding_size=None, **kwargs):
     return SpanBoundaryObjective(hidden_act=family.activation(config), **head_kwargs(config),
-                                 **kwargs)
+                                 position_embedding_size=position_embedding_size, **kwargs)
