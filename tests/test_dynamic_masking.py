@@ -235,6 +235,25 @@ def test_masked_positions_labels_and_corruption(sample, vocab):
     assert abs(kinds["random"] / total - 0.1) < 0.03
 
 
+def test_random_replacements_skip_the_special_ids(tmp_path):
+    # fairseq draws random tokens uniformly over its vocabulary less its four
+    # special symbols <s> <pad> </s> <unk>: here [CLS] [PAD] [SEP] [UNK].
+    vocab_file = _write(tmp_path, "vocab.txt",
+                        "\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"]) + "\n")
+    text = _write(tmp_path, "text.txt", "a b a b a b a b a b\n" * 200)
+    ds = dynamic_masking.roberta_dataset(text, vocab_file, True, 12, 10, 20, seed=5,
+                                         is_training=False, masked_lm_prob=0.9,
+                                         mask_token_rate=0.0, random_token_rate=1.0)
+    replaced = []
+    for batch in ds.take(5):
+        weights = batch["masked_lm_weights"].numpy() > 0
+        values = np.take_along_axis(batch["input_ids"].numpy(),
+                                    batch["masked_lm_positions"].numpy(), 1)
+        replaced += values[weights].tolist()
+    counts = np.bincount(replaced, minlength=7)
+    assert counts[:4].sum() == 0 and counts[4:].min() > 0.25 * len(replaced), counts
+
+
 def test_new_epoch_gives_new_masks(sample):
     _, expected, rows = sample
     first, second = rows[:len(expected)], rows[len(expected):]

@@ -53,7 +53,10 @@ Masking rules are those of the static pipeline (`data.pretraining.masking`): a r
 predictions chosen uniformly among its maskable tokens (``[CLS]``, ``[SEP]``
 and ``[PAD]`` never are -- so the ``[SEP]`` between two documents is not
 masked either); a chosen token becomes ``[MASK]`` 80%, stays 10%, becomes a
-random vocabulary id 10%. Positions are sorted ascending, padded with 0.
+random vocabulary id 10%. As in fairseq (whose random tokens skip its four
+special symbols ``<s> <pad> </s> <unk>``), the random id is never ``[CLS]``,
+``[PAD]``, ``[SEP]`` or ``[UNK]``. Positions are sorted ascending, padded
+with 0.
 
 Reproducibility. tensorflow-text's selector and chooser draw from stateful
 random ops, whose values inside `tf.data` depend on the global seed and on op
@@ -143,19 +146,23 @@ class StatelessMaskValuesChooser(tf_text.MaskValuesChooser):
     """`MaskValuesChooser` drawing its 80/10/10 decisions from stateless ops.
 
     Args:
-      vocab_size: random replacements are drawn from ``[0, vocab_size)``.
+      vocab_size: random replacements are drawn from ``[0, vocab_size)``...
       mask_token: the ``[MASK]`` id.
       seed: shape [2] integer tensor for the stateless ops.
       mask_token_rate: chance of ``[MASK]``.
       random_token_rate: chance of a random id (the rest stay unchanged).
+      excluded_ids: ...less these ids (none by default).
     """
 
     def __init__(self, vocab_size, mask_token, seed, mask_token_rate=0.8,
-                 random_token_rate=0.1):
+                 random_token_rate=0.1, excluded_ids=()):
         if mask_token_rate + random_token_rate > 1:
             raise ValueError("mask_token_rate + random_token_rate must be <= 1")
         super().__init__(vocab_size, mask_token, mask_token_rate=mask_token_rate,
                          random_token_rate=random_token_rate)
+        excluded = set(int(i) for i in excluded_ids)
+        self._replacement_ids = tf.constant(
+            [i for i in range(vocab_size) if i not in excluded], tf.int64)
         self._seed = seed
 
     def get_mask_values(self, masked_lm_ids):
@@ -163,9 +170,9 @@ class StatelessMaskValuesChooser(tf_text.MaskValuesChooser):
         decide_seed = tf.random.experimental.stateless_fold_in(self._seed, 0)
         token_seed = tf.random.experimental.stateless_fold_in(self._seed, 1)
         u = tf.random.stateless_uniform(tf.shape(flat), seed=decide_seed)
-        random_ids = tf.random.stateless_uniform(
-            tf.shape(flat), seed=token_seed, minval=0, maxval=self.vocab_size,
-            dtype=tf.int64)
+        random_ids = tf.gather(self._replacement_ids, tf.random.stateless_uniform(
+            tf.shape(flat), seed=token_seed, minval=0,
+            maxval=tf.size(self._replacement_ids, out_type=tf.int64), dtype=tf.int64))
         mask_rate = self._mask_token_rate
         values = tf.where(u < mask_rate, tf.cast(self.mask_token, flat.dtype), flat)
         values = tf.where((u >= mask_rate) & (u < mask_rate + self.random_token_rate),
@@ -394,6 +401,10 @@ def roberta_dataset(input_patterns, vocab_file, do_lower_case, max_seq_length,
     unselectable = [cls_id, sep_id]
     if tokenization.PAD_TOKEN in vocab:
         unselectable.append(vocab[tokenization.PAD_TOKEN])
+    # fairseq's random tokens skip its special symbols <s> <pad> </s> <unk>.
+    not_random = [vocab[token] for token in (tokenization.CLS_TOKEN, tokenization.PAD_TOKEN,
+                                             tokenization.SEP_TOKEN, tokenization.UNK_TOKEN)
+                  if token in vocab]
     if tokenizer is None:
         tokenizer = graph_tokenizer_lib.GraphTokenizer(vocab_file, do_lower_case)
     vocab_size = tokenizer.vocab_size
@@ -427,7 +438,8 @@ def roberta_dataset(input_patterns, vocab_file, do_lower_case, max_seq_length,
         chooser = StatelessMaskValuesChooser(
             vocab_size, mask_id,
             seed=tf.random.experimental.stateless_fold_in(batch_seed, 1),
-            mask_token_rate=mask_token_rate, random_token_rate=random_token_rate)
+            mask_token_rate=mask_token_rate, random_token_rate=random_token_rate,
+            excluded_ids=not_random)
         masked, positions, labels = tf_text.mask_language_model(
             original, selector, chooser)
         seq_shape = [batch_size, max_seq_length]
