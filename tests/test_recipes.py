@@ -56,7 +56,8 @@ def test_registry_and_declarative_files(tmp_path):
     spanbert = recipes.load_recipe("spanbert")
     assert spanbert.objectives == ("masked_lm", "span_boundary")
     assert spanbert.pipeline == "static_masked"
-    assert spanbert.data == {"masking": "span", "sentence_objective": "none"}
+    assert spanbert.data == {"masking": "span", "sentence_objective": "none",
+                             "short_seq_prob": 0.0}
     # A user's own recipe file, recombining existing parts.
     path = tmp_path / "mine.json"
     path.write_text(json.dumps({"name": "mine", "encoder": "albert",
@@ -89,6 +90,26 @@ def test_registry_and_declarative_files(tmp_path):
     broken.write_text("{not json")
     with pytest.raises(recipes.RecipeError, match="broken.json is not valid JSON"):
         recipes.load_recipe(str(broken))
+
+
+def test_the_spanbert_demo_makes_no_short_sequences(tmp_path, monkeypatch, sample_corpus_files):
+    # SpanBERT drops BERT's short sequences (short_seq_prob 0.1): always full blocks.
+    from data.pretraining import writer  # pylint: disable=import-outside-toplevel
+    from modeling.recipes.pipelines.base import PipelineOptions  # pylint: disable=import-outside-toplevel
+    made = {}
+
+    def fake_writer(texts, outputs, options):
+        made[outputs[0]] = options
+        return type("Summary", (), {"instances": 0})()
+
+    monkeypatch.setattr(writer, "create_pretraining_data", fake_writer)
+    vocab = os.path.join(pretraining.SAMPLE_DIR, "vocab.txt")
+    for name, short in (("spanbert", 0.0), ("bert", 0.1)):
+        made.clear()
+        recipe = recipes.load_recipe(name)
+        recipe.build_pipeline(PipelineOptions(vocab_file=vocab)).demo_inputs(
+            sample_corpus_files[:1], sample_corpus_files[1:], str(tmp_path / name))
+        assert [o.short_seq_prob for o in made.values()] == [short, short], name
 
 
 def test_a_recipe_sets_its_demo_models_config_values(tmp_path):

@@ -5,7 +5,8 @@ Inputs are TFRecord patterns written by `run/create_pretraining_data.py`
 `masked_lm_positions`, `masked_lm_ids`, `masked_lm_weights`,
 `next_sentence_labels`). The recipe's `data` holds the options of
 `create_pretraining_data.py` that the demo job uses to make them (masking
-strategy, sentence objective, Chinese word segmentation).
+strategy, sentence objective, Chinese word segmentation, `short_seq_prob`:
+Google's 0.1 unless the recipe says otherwise, SpanBERT's 0).
 """
 
 import os
@@ -31,7 +32,7 @@ class StaticMaskedPipeline(Pipeline):
     # `create_pretraining_data.py`'s recipe options (`InstanceOptions`).
     data_options = ("do_whole_word_mask", "masking", "sentence_objective",
                     "chinese_word_segmentation", "span_geometric_p", "max_span_length",
-                    "max_ngram", "replace_per_unit")
+                    "max_ngram", "replace_per_unit", "short_seq_prob")
 
     # The demo job's data: ten differently masked copies of the training
     # text (Google's dupe_factor), five of the held-out text (more masked
@@ -46,6 +47,8 @@ class StaticMaskedPipeline(Pipeline):
         options = self.options
         tag = "seq%d_pred%d" % (options.max_seq_length, options.max_predictions_per_seq)
         tag += "".join("_%s-%s" % (k, v) for k, v in sorted(self.data.items()))
+        data = dict(self.data)
+        short_seq_prob = data.pop("short_seq_prob", 0.1)
         outputs = []
         for split, texts in (("train", train_texts), ("eval", eval_texts)):
             path = os.path.join(work_dir, "sample_%s_%s.tfrecord" % (split, tag))
@@ -56,7 +59,7 @@ class StaticMaskedPipeline(Pipeline):
                     max_predictions_per_seq=options.max_predictions_per_seq,
                     random_seed=self.demo_seeds[split],
                     dupe_factor=self.demo_dupe_factor[split], masked_lm_prob=0.15,
-                    short_seq_prob=0.1, do_whole_word_mask=False, **self.data)
+                    short_seq_prob=short_seq_prob, do_whole_word_mask=False, **data)
                 summary = writer.create_pretraining_data(list(texts), [path], instance_options)
                 logging.info("Built %s: %d instances", path, summary.instances)
             outputs.append(path)
