@@ -118,9 +118,11 @@ def test_pruned_model_equals_masked_model():
 
 
 def test_importance_equals_finite_differences():
+    """granularity="batch": |d(mean loss of a batch)/dm| averaged over batches (HF's
+    run_bertology)."""
     model = _classifier(seed=3)
     batches = [_features(seed=10), _features(seed=11)]
-    scores = heads.head_importance(model, batches)
+    scores = heads.head_importance(model, batches, granularity="batch")
     assert scores.shape == (2, 4)
     eps = 1e-2
     expected = np.zeros([2, 4])
@@ -137,11 +139,48 @@ def test_importance_equals_finite_differences():
                 expected[layer, head] += abs((losses[0] - losses[1]) / (2 * eps)) / len(batches)
     assert expected.max() > 1e-2  # the heads matter on this model
     np.testing.assert_allclose(scores, expected, rtol=2e-2, atol=5e-4)
-    normalized = heads.head_importance(model, batches, normalize_layers=True)
+    normalized = heads.head_importance(model, batches, normalize_layers=True,
+                                       granularity="batch")
     np.testing.assert_allclose(np.linalg.norm(normalized, axis=1), [1.0, 1.0], rtol=1e-6)
     np.testing.assert_allclose(normalized,
                                scores / np.linalg.norm(scores, axis=1, keepdims=True),
                                rtol=1e-6)
+
+
+def test_importance_is_the_mean_over_examples_of_each_examples_sensitivity():
+    """Michel et al.'s I_h = E_x |dL(x)/dm_h| (the default): central finite differences
+    of each real example's own loss (the example alone in a batch), their absolute
+    values averaged over the real examples of every batch; a padding example
+    (is_real_example 0) counts for nothing. The per-batch form is another number."""
+    model = _classifier(seed=3)
+    batches = [_features(seed=10), _features(seed=11)]
+    batches[1]["is_real_example"] = tf.constant([1, 1, 0, 1], tf.int32)
+    scores = heads.head_importance(model, batches)
+    eps = 1e-2
+    total, count = np.zeros([2, 4]), 0
+    for batch in batches:
+        real = batch.get("is_real_example", tf.ones([4], tf.int32)).numpy()
+        for row in np.nonzero(real)[0]:
+            one = {k: v[row:row + 1] for k, v in batch.items()}
+            for layer in range(2):
+                for head in range(4):
+                    losses = []
+                    for sign in (1.0, -1.0):
+                        mask = _mask([])
+                        mask[layer][head] += sign * eps
+                        loss, _ = model.compute_loss_and_metrics(dict(one, head_mask=mask),
+                                                                 training=False)
+                        losses.append(float(loss))
+                    total[layer, head] += abs((losses[0] - losses[1]) / (2 * eps))
+            count += 1
+    assert count == 7
+    expected = total / count
+    assert expected.max() > 1e-2
+    np.testing.assert_allclose(scores, expected, rtol=2e-2, atol=5e-4)
+    per_batch = heads.head_importance(model, batches, granularity="batch")
+    assert np.abs(per_batch - scores).max() > 1e-3
+    with pytest.raises(ValueError, match="granularity must be one of example, batch"):
+        heads.head_importance(model, batches, granularity="token")
 
 
 def test_iterative_pruning_curve(tmp_path):
@@ -431,7 +470,8 @@ def test_albert_heads_to_prune_rules():
 
 def test_albert_shared_importance_is_sum_over_depths():
     """The reference is computed here: one gradient tape over a [layers, heads] mask,
-    |dL_b/dm_{l,h}| per batch, averaged over batches, summed over depths."""
+    |dL_b/dm_{l,h}| per batch, averaged over batches (granularity="batch"), summed over
+    depths."""
     model = _albert_classifier(seed=3)
     batches = [_features(seed=30), _features(seed=31)]
     reference, one_gate = np.zeros([3, 4]), np.zeros([4])
@@ -443,21 +483,22 @@ def test_albert_shared_importance_is_sum_over_depths():
         gradient = tape.gradient(loss, mask).numpy()
         reference += np.abs(gradient) / len(batches)
         one_gate += np.abs(gradient.sum(0)) / len(batches)  # one gate shared by all depths
-    per_depth = heads.head_importance(model, batches)
+    per_depth = heads.head_importance(model, batches, granularity="batch")
     np.testing.assert_allclose(per_depth, reference, rtol=1e-4, atol=1e-7)
-    shared = heads.shared_head_importance(model, batches)
+    shared = heads.shared_head_importance(model, batches, granularity="batch")
     assert shared.shape == (1, 4) and reference.sum(0).max() > 1e-3
     np.testing.assert_allclose(shared[0], reference.sum(0), rtol=1e-4, atol=1e-7)
     # Not the sensitivity to one gate shared by all depths (|sum| < sum |.| for a head
     # whose depths pull in opposite directions, as here).
     assert np.abs(shared[0] - one_gate).max() > 1e-3
-    normalized = heads.shared_head_importance(model, batches, normalize=True)
+    normalized = heads.shared_head_importance(model, batches, normalize=True,
+                                              granularity="batch")
     np.testing.assert_allclose(normalized[0], reference.sum(0) / np.linalg.norm(
         reference.sum(0)), rtol=1e-4)
     # Iterative pruning removes whole shared heads, the lowest sum first.
     dev = [_features(seed=32)]
     curve = heads.iterative_pruning(model, batches, dev, step_fraction=0.25,
-                                    max_fraction=0.5)
+                                    max_fraction=0.5, granularity="batch")
     assert [s["heads_left"] for s in curve["steps"]] == [4, 3, 2]
     assert curve["order"][0] == (0, int(np.argmin(reference.sum(0))))
     assert all(group == 0 for group, _ in curve["pruned"])

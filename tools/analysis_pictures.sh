@@ -43,7 +43,7 @@ for s in 0 0.5 0.7 0.9; do
 done
 rm -rf "$W/pruned" "$W/compress" "$W/probe"
 $PY run/prune_heads.py $DATA $MODEL --init_checkpoint="$W/ft_s0" --prune_fraction=0.9 \
-  --prune_step_fraction=0.1 --output_dir="$W/pruned"
+  --prune_step_fraction=0.1 --importance_granularity=batch --output_dir="$W/pruned"
 $PY run/compress_classifier.py --bert_config_file=$M/config.json --model_dir="$W/ft_s0" \
   --max_seq_length=64 --output_file="$W/compress/compression.json"
 $PY run/analyze_attention.py --mode=probe --input_file="$W/wo_train.conll" \

@@ -3,16 +3,19 @@ Heads Really Better than One?").
 
 Every head h of layer l gets a gate m_{l,h} on its attention probabilities (the
 encoders' `head_mask`, 1 = keep). Its importance is the expected sensitivity of
-the loss to that gate at m = 1:
+the loss to that gate at m = 1, the paper's (eq. 3)
 
-    I_{l,h} = mean over batches b of |dL_b / dm_{l,h}|
+    I_{l,h} = E_x |dL(x) / dm_{l,h}|
 
-where L_b is the model's task loss on batch b (`compute_loss_and_metrics`, the
-mean cross-entropy over the real examples of the batch, as the trainer uses it),
-so the absolute value is taken per batch, as in Michel et al.'s code and
-Hugging Face's `run_bertology`. With `normalize_layers=True` each layer's scores
-are divided by their L2 norm (Michel et al. do this before comparing heads across
-layers).
+with L(x) one example's task loss: `granularity="example"` (the default) gives
+every real example its own gate (a `[batch, heads]` head mask), so the absolute
+value is taken per example, and averages over the real examples of all batches.
+`granularity="batch"` takes it per batch instead, of the batch's mean loss
+(`compute_loss_and_metrics`), averaged over batches, as Hugging Face's
+`run_bertology` does. (Michel et al.'s own code takes it per token: the
+gradient of each position's head output, dotted with that output.) With
+`normalize_layers=True` each layer's scores are divided by their L2 norm
+(Michel et al. do this before comparing heads across layers).
 
     imp = head_importance(classifier, batches)            # [layers, heads]
     curve = iterative_pruning(classifier, score_batches, eval_batches,
@@ -338,22 +341,47 @@ def evaluate(model, batches, head_mask=None):
             for name, (total, count) in sums.items()}
 
 
-def _gradient_fn(model):
-    """`(features, masks) -> (loss, d loss / d masks)` as one `tf.function`."""
+GRANULARITIES = ("example", "batch")
+
+
+def _gradient_fn(model, granularity="example"):
+    """`(features, masks) -> (weights, d loss / d masks)` as one `tf.function`.
+
+    "batch": `weights` is 1 and each gradient a `[heads]` vector, of the batch's
+    mean loss. "example": each real example has its own gates, and each
+    gradient is `[batch, heads]`, of that example's own loss (the mean loss's
+    gradient times the number of real examples, for a loss that is the mean
+    over the real examples, as a classifier's); `weights` `[batch]` is
+    `is_real_example` (padding examples count for nothing).
+    """
+    if granularity not in GRANULARITIES:
+        raise ValueError("granularity must be one of %s, got %r"
+                         % (", ".join(GRANULARITIES), granularity))
 
     @tf.function(reduce_retracing=True)
     def grads(features, masks):
+        if granularity == "example":
+            rows = tf.shape(features["input_ids"])[0]
+            masks = [tf.tile(m[tf.newaxis, :], [rows, 1]) for m in masks]
+            real = features.get("is_real_example")
+            real = (tf.ones([rows], tf.float32) if real is None
+                    else tf.reshape(tf.cast(real, tf.float32), [-1]))
         with tf.GradientTape() as tape:
             tape.watch(masks)
             loss, _ = model.compute_loss_and_metrics(_with_mask(features, masks),
                                                      training=False)
-        return loss, tape.gradient(loss, masks)
+        gradients = tape.gradient(loss, masks)
+        if granularity == "batch":
+            return tf.ones([1], tf.float32), gradients
+        count = tf.reduce_sum(real)
+        return real, [None if g is None else g * count for g in gradients]
 
     return grads
 
 
-def head_importance(model, batches, head_mask=None, normalize_layers=False, _grads=None):
-    """Michel et al.'s importance: mean over batches of |dL_b/dm_{l,h}|.
+def head_importance(model, batches, head_mask=None, normalize_layers=False, _grads=None,
+                    granularity="example"):
+    """Michel et al.'s importance: the mean over examples of |dL(x)/dm_{l,h}|.
 
     Args:
         model: a task model with `compute_loss_and_metrics(features, training)`
@@ -364,6 +392,10 @@ def head_importance(model, batches, head_mask=None, normalize_layers=False, _gra
             vector per layer; default all ones (Michel et al.'s m = 1). Masked
             heads (0) get a score too (the gradient at 0).
         normalize_layers: divide each layer's scores by their L2 norm.
+        granularity: "example" (the paper's, one gate per example; the
+            model's loss must be the mean over the real examples of one
+            encoder row each, as a classifier's) or "batch" (per batch, of
+            the batch's mean loss, as HF's run_bertology).
 
     Returns:
         `[layers, max heads]` float64 array (NaN where a pruned layer has
@@ -373,25 +405,33 @@ def head_importance(model, batches, head_mask=None, normalize_layers=False, _gra
     mask = _ones(counts) if head_mask is None else [np.asarray(m, np.float32)
                                                     for m in head_mask]
 
-    grads = _grads or _gradient_fn(model)
+    grads = _grads or _gradient_fn(model, granularity)
     totals = [np.zeros([n], np.float64) for n in counts]
-    num_batches = 0
+    num_batches, weight = 0, 0.0
     for batch in batches:
         masks = [tf.constant(m) for m in mask]
-        _, gradients = grads(dict(batch), masks)
+        weights, gradients = grads(dict(batch), masks)
+        weights = weights.numpy().astype(np.float64)
         for layer, gradient in enumerate(gradients):
             if gradient is not None:
-                totals[layer] += np.abs(gradient.numpy().astype(np.float64))
+                values = np.abs(gradient.numpy().astype(np.float64))
+                if values.ndim == 2:  # one row per example, padding rows weighted 0
+                    values = (weights[:, None] * values).sum(axis=0)
+                totals[layer] += values
         num_batches += 1
+        weight += weights.sum()
     if not num_batches:
         raise ValueError("head_importance: no batches to score the heads on")
-    scores = [t / num_batches for t in totals]
+    if not weight:
+        raise ValueError("head_importance: the batches hold no real example")
+    scores = [t / weight for t in totals]
     if normalize_layers:
         scores = [s / (np.linalg.norm(s) + 1e-20) if s.size else s for s in scores]
     return _as_matrix(scores, counts)
 
 
-def shared_head_importance(model, batches, head_mask=None, normalize=False, _grads=None):
+def shared_head_importance(model, batches, head_mask=None, normalize=False, _grads=None,
+                           granularity="example"):
     """ALBERT's importance of a shared head: the sum over depths of Michel et al.'s.
 
     Head h of a group's shared attention block acts at every layer l of the
@@ -400,7 +440,7 @@ def shared_head_importance(model, batches, head_mask=None, normalize=False, _gra
 
         I_{g,h} = sum over layers l of group g of I_{l,h}
 
-    with I_{l,h} = mean over batches of |dL_b/dm_{l,h}| (`head_importance`,
+    with I_{l,h} = the mean over examples of |dL(x)/dm_{l,h}| (`head_importance`,
     unnormalised). With `normalize` each group's scores are divided by their
     L2 norm (the analogue of Michel et al.'s per-layer normalisation).
 
@@ -408,6 +448,7 @@ def shared_head_importance(model, batches, head_mask=None, normalize=False, _gra
         head_mask: where the gradients are taken: one `[heads]` vector per
             group (the same gate at every depth), or a per-layer list as
             `head_importance` takes; default all ones.
+        granularity: as `head_importance`'s.
 
     Returns:
         `[groups, max heads]` float64 array (for BERT, whose units are its
@@ -418,9 +459,10 @@ def shared_head_importance(model, batches, head_mask=None, normalize=False, _gra
             and len(units.counts) != len(units.unit_of_layer):
         head_mask = units.layer_mask(head_mask)
     if not units.shared:
-        return head_importance(model, batches, head_mask, normalize, _grads=_grads)
+        return head_importance(model, batches, head_mask, normalize, _grads=_grads,
+                               granularity=granularity)
     per_layer = head_importance(model, batches, head_mask, normalize_layers=False,
-                                _grads=_grads)
+                                _grads=_grads, granularity=granularity)
     scores = []
     for group, count in enumerate(units.counts):
         total = np.zeros([count], np.float64)
@@ -453,7 +495,8 @@ def measure_latency(model, features, repeats=10, warmup=2):
 # ------------------------------------------------------------------- pruning
 
 def iterative_pruning(model, score_batches, eval_batches, step_fraction=0.1,
-                      max_fraction=0.5, normalize_layers=True, keep_fraction=None):
+                      max_fraction=0.5, normalize_layers=True, keep_fraction=None,
+                      granularity="example"):
     """Masks the least important heads a step at a time; records accuracy vs heads.
 
     Each step re-scores the remaining heads with the current mask in place
@@ -466,6 +509,7 @@ def iterative_pruning(model, score_batches, eval_batches, step_fraction=0.1,
         keep_fraction: optional fraction <= max_fraction at which the masked
             set is reported as `pruned` (the heads to remove); default
             `max_fraction`. The curve goes on to `max_fraction`.
+        granularity: of the importance scores (`head_importance`).
 
     For ALBERT the unit is a head of a group's shared attention block
     (`HeadUnits`): it is scored by `shared_head_importance` (the sum over
@@ -492,7 +536,7 @@ def iterative_pruning(model, score_batches, eval_batches, step_fraction=0.1,
     per_step = max(1, int(round(step_fraction * total)))
     mask = _ones(counts)  # one vector per unit; ALBERT's layers share their group's
     score_batches, eval_batches = list(score_batches), list(eval_batches)
-    grads = _gradient_fn(model)  # traced once for every step
+    grads = _gradient_fn(model, granularity)  # traced once for every step
 
     def score(unit_mask):
         if not units.shared:
@@ -843,6 +887,10 @@ class PruningSettings:
         "default --prune_fraction.")
     normalize_layers: bool = option(
         True, "Divide each layer's importance scores by their L2 norm (Michel et al.).")
+    importance_granularity: str = option(
+        "example", "Where the importance takes |dL/dm|: per example (Michel et al.'s "
+        "E_x |dL(x)/dm|) or per batch of the batch's mean loss (HF run_bertology).",
+        choices=GRANULARITIES)
     importance_split: str = option(
         "train", "The examples the importance scores are computed on.",
         choices=("train", "dev"))
@@ -887,6 +935,7 @@ class PruningSettings:
                     prune_step_fraction=self.prune_step_fraction,
                     curve_fraction=self.curve_fraction,
                     normalize_layers=self.normalize_layers,
+                    importance_granularity=self.importance_granularity,
                     importance_split=self.importance_split, max_examples=self.max_examples,
                     batch_size=self.eval_batch_size,
                     latency_batch_size=self.latency_batch_size,
@@ -895,7 +944,8 @@ class PruningSettings:
 
 def run(job, heads_to_prune=None, prune_fraction=None, prune_step_fraction=0.1,
         curve_fraction=None, normalize_layers=True, importance_split="train",
-        max_examples=512, batch_size=32, latency_batch_size=8, latency_repeats=10):
+        max_examples=512, batch_size=32, latency_batch_size=8, latency_repeats=10,
+        importance_granularity="example"):
     """What `run/prune_heads.py` does; returns the `pruning.json` contents.
 
     Args:
@@ -915,6 +965,7 @@ def run(job, heads_to_prune=None, prune_fraction=None, prune_step_fraction=0.1,
             fraction; default `prune_fraction`.
         importance_split: "train" or "dev": the examples the importance is
             computed on (accuracy is always the dev set's).
+        importance_granularity: "example" or "batch" (`head_importance`).
         max_examples: at most this many examples per split.
     """
     from data import tokenization  # pylint: disable=g-import-not-at-top
@@ -989,7 +1040,8 @@ def run(job, heads_to_prune=None, prune_fraction=None, prune_step_fraction=0.1,
     units = head_units(model)
     counts = units.layer_counts
     report = {"init_checkpoint": job.init_checkpoint, "model_family": model_family,
-              "heads_per_layer_before": counts, "classifier_head_loaded": head_loaded}
+              "heads_per_layer_before": counts, "classifier_head_loaded": head_loaded,
+              "importance_granularity": importance_granularity}
     if units.shared:
         report["pruning_unit"] = ("a head of a group's shared attention: [GROUP, HEAD], "
                                   "removed at every depth of the group")
@@ -999,14 +1051,15 @@ def run(job, heads_to_prune=None, prune_fraction=None, prune_step_fraction=0.1,
         if has_data and head_loaded:
             if units.shared:
                 report["importance_per_layer"] = _nested(head_importance(
-                    model, batches["dev"]))
+                    model, batches["dev"], granularity=importance_granularity))
             report["importance"] = _nested(shared_head_importance(
-                model, batches["dev"], normalize=normalize_layers))
+                model, batches["dev"], normalize=normalize_layers,
+                granularity=importance_granularity))
     else:
         curve = iterative_pruning(
             model, batches[importance_split], batches["dev"], prune_step_fraction,
             max(prune_fraction, curve_fraction or 0.0), normalize_layers,
-            keep_fraction=prune_fraction)
+            keep_fraction=prune_fraction, granularity=importance_granularity)
         pruned = sorted(tuple(p) for p in curve["pruned"])
         report.update(importance=curve["importance"], curve=curve["steps"],
                       pruning_order=[list(p) for p in curve["order"]])
