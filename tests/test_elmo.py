@@ -184,6 +184,42 @@ def test_scalar_mix_is_the_softmax_weighted_sum_times_gamma():
         mix(layers[:2])
 
 
+def test_scalar_mix_layer_norm_and_l2_as_bilm_tf():
+    """do_layer_norm: bilm-tf's `_do_ln`, one mean and variance per layer over the real
+    positions' values (padding ignored); l2_coef: lambda * sum(s^2) in the task loss."""
+    rng = np.random.RandomState(1)
+    layers = [(rng.normal(size=(2, 5, 6)) * (i + 1) + i).astype(np.float32) for i in range(3)]
+    mask = np.array([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0]], np.int32)
+    for layer in layers:
+        layer[1, 2:] = 1e3  # padding: must not move the statistics
+    s = np.array([0.3, -0.2, 0.9])
+    mix = ScalarMix(3, initial_scalars=list(s), initial_gamma=0.8, do_layer_norm=True,
+                    l2_coef=0.25)
+    weights = np.exp(s) / np.exp(s).sum()
+    expected = 0.0
+    for w, layer in zip(weights, layers):
+        values = layer.astype(np.float64)[mask.astype(bool)]       # [real words, dim]
+        mean, var = values.mean(), values.var()
+        expected = expected + w * (layer - mean) / np.sqrt(var + 1e-12)
+    got = np.asarray(mix([tf.constant(x) for x in layers], mask=tf.constant(mask)))
+    real = mask.astype(bool)
+    np.testing.assert_allclose(got[real], 0.8 * expected[real], rtol=1e-4, atol=1e-5)
+    assert float(mix.regularization_loss()) == pytest.approx(0.25 * (s ** 2).sum(), rel=1e-6)
+    assert float(ScalarMix(3).regularization_loss()) == 0.0
+    restored = ScalarMix.from_config(mix.get_config())
+    assert restored.do_layer_norm and restored.l2_coef == 0.25
+    # Through the classifier: the penalty is added to the task loss.
+    from modeling.elmo.features import build_elmo_classifier  # pylint: disable=g-import-not-at-top
+    classifier = build_elmo_classifier(tiny_config(), 2, "classification", l2_coef=0.5)
+    classifier.combiner.scalars.assign([1.0, -1.0, 2.0])
+    features = batch([[0, 1, 2], [3, 4]])
+    features = {"input_ids": features["input_ids"], "input_mask": features["input_mask"],
+                "char_ids": features["char_ids"], "label_ids": np.array([0, 1], np.int32)}
+    loss, metrics = classifier.compute_loss_and_metrics(features, training=False)
+    task = float(metrics["loss"][0]) / float(metrics["loss"][1])
+    assert float(loss) == pytest.approx(task + 0.5 * 6.0, rel=1e-5)
+
+
 def test_scalar_mix_over_the_network_layers(model):
     outputs = model.encoder(batch([[0, 1, 2]]), training=False)
     layers = outputs["elmo_layers"]

@@ -44,12 +44,15 @@ def elmo_layers(network, features, training=False):
                    training=training)["elmo_layers"]
 
 
-def build_elmo_classifier(config, num_labels, task_type, hidden_size=64, dropout_rate=0.2):
-    """A `FrozenFeatureClassifier` over a (fresh) ELMo biLM of `config` with a `ScalarMix`."""
+def build_elmo_classifier(config, num_labels, task_type, hidden_size=64, dropout_rate=0.2,
+                          do_layer_norm=False, l2_coef=0.0):
+    """A `FrozenFeatureClassifier` over a (fresh) ELMo biLM of `config` with a `ScalarMix`
+    (`do_layer_norm`, `l2_coef`: the paper's options of the mix, off as in bilm-tf)."""
     network = ElmoNetwork.from_config_object(config)
     return word_input_format.FrozenFeatureClassifier(
         network, elmo_layers, num_labels, 2 * config.projection_dim, task_type,
-        combiner=ScalarMix(config.n_layers + 1, name="scalar_mix"),
+        combiner=ScalarMix(config.n_layers + 1, do_layer_norm=do_layer_norm, l2_coef=l2_coef,
+                           name="scalar_mix"),
         hidden_size=hidden_size, dropout_rate=dropout_rate, name="elmo_classifier")
 
 

@@ -286,7 +286,9 @@ class FrozenFeatureClassifier(keras.Model):
         feature_dim: the last dimension of the features (the model builds
             every weight at construction, as the trainer's optimizer needs).
         combiner: an optional trainable layer from the network's outputs to
-            ``[batch, words, dim]`` (ELMo's `ScalarMix`; built here).
+            ``[batch, words, dim]`` (ELMo's `ScalarMix`; built here). It is
+            called with ``mask=input_mask``, and a ``regularization_loss()``
+            it has (ScalarMix's lambda ||s||^2) is added to the task loss.
         hidden_size: units of each direction of the task BiLSTM.
         dropout_rate: dropout before the BiLSTM and before the output layer.
     """
@@ -324,7 +326,8 @@ class FrozenFeatureClassifier(keras.Model):
     def call(self, features, training=None):
         outputs = self.features_fn(self.encoder, features, False)
         outputs = tf.nest.map_structure(tf.stop_gradient, outputs)
-        hidden = self.combiner(outputs) if self.combiner is not None else outputs
+        hidden = (self.combiner(outputs, mask=features["input_mask"])
+                  if self.combiner is not None else outputs)
         hidden = tf.cast(hidden, self.compute_dtype)
         mask = tf.cast(features["input_mask"], tf.bool)
         hidden = self.input_dropout(hidden, training=training)
@@ -338,5 +341,9 @@ class FrozenFeatureClassifier(keras.Model):
 
     def compute_loss_and_metrics(self, features, training=None):
         outputs = self(features, training=training)
-        return classification.task_loss_and_metrics(outputs, features, self.task_type,
-                                                    self.num_labels)
+        loss, metrics = classification.task_loss_and_metrics(outputs, features, self.task_type,
+                                                             self.num_labels)
+        regularization = getattr(self.combiner, "regularization_loss", None)
+        if regularization is not None:
+            loss += regularization()
+        return loss, metrics
