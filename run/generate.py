@@ -1,4 +1,15 @@
-"""Generates text with GPT-2: an HF GPT-2 folder or this project's pre-trained one.
+"""Generates text with GPT-2 or GPT: an HF folder or this project's pre-trained model.
+
+An HF GPT-2 or GPT (`openai-gpt`) folder alone is enough: its config, weights
+and tokenizer (HF's ids) are the folder's, and generation stops where HF's
+`generate` stops (the eos ids of its `generation_config.json`, else of its
+`config.json`):
+
+    python run/generate.py --init_checkpoint=/models/gpt2 --prompt="The baker opens" \
+      --output_file=/tmp/out.jsonl --max_new_tokens=20
+
+Files given explicitly win over the folder's; anything other than an HF
+folder needs all three of --config_file, --vocab_file, --merges_file:
 
     python run/generate.py --init_checkpoint=/models/gpt2/model.safetensors \
       --config_file=/models/gpt2/config.json --vocab_file=/models/gpt2/vocab.json \

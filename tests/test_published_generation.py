@@ -12,6 +12,7 @@ makes (`fill_settings`, then the recipe's registered decoder).
 
 import json
 import os
+import shutil
 import sys
 
 import numpy as np
@@ -153,6 +154,77 @@ def test_gpt2_stops_after_eos_as_hf(gpt2_folder):
     assert result.generated_ids == generated
     assert len(generated) == NEW_TOKENS or generated[-1] == eos
 
+
+
+def _edited_copy(folder, where, **files):
+    """A copy of `folder` whose JSON `files` (name -> {key: value, or None to drop it}; a
+    name -> None drops the file) are edited."""
+    shutil.copytree(folder, where)
+    for name, changes in files.items():
+        path = os.path.join(where, name.replace("__", "."))
+        if changes is None:
+            os.remove(path)
+            continue
+        with open(path, encoding="utf-8") as f:
+            values = json.load(f)
+        for key, value in changes.items():
+            if value is None:
+                values.pop(key, None)
+            else:
+                values[key] = value
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(values, f)
+    return str(where)
+
+
+def test_eos_ids_are_where_hfs_generate_reads_them(gpt2_folder, tmp_path):
+    """HF's `generate` stops at `generation_config.json`'s eos ids (any of a list) when the
+    folder has that file, else at `config.json`'s; never at the tokenizer's own eos."""
+    folder, hf_model = gpt2_folder
+    _, generated, _ = _hf_expected(folder, hf_model, PROMPTS[0])
+    eot = hf_model.config.eos_token_id
+    stop, other = generated[3], generated[6]
+    assert eot not in generated[:7] and len({stop, other, eot}) == 3
+    cases = {  # edits, and whether HF stops before NEW_TOKENS
+        "config_only": (dict(config__json={"eos_token_id": stop}, generation_config__json=None),
+                        True),
+        "generation_list": (dict(generation_config__json={"eos_token_id": [other, stop]}),
+                            True),
+        "generation_none": (dict(config__json={"eos_token_id": stop},
+                                 generation_config__json={"eos_token_id": None}), False),
+    }
+    for name, (edits, stops) in cases.items():
+        copy = _edited_copy(folder, tmp_path / name, **edits)
+        ids, want, text = _hf_expected(
+            copy, transformers.AutoModelForCausalLM.from_pretrained(copy).eval(), PROMPTS[0])
+        assert (len(want) < NEW_TOKENS) == stops, (name, want)
+        settings = _settings(copy)
+        [record] = registry.decoders.get(settings.recipe).generate(settings, PROMPTS[:1])
+        assert (record["prompt_ids"], record["generated_ids"], record["text"]) == \
+            (ids, want, text), name
+
+
+def test_folders_it_cannot_generate_with_are_one_line(gpt2_folder, xlnet_folder, tmp_path):
+    # A folder of a family that is no causal LM: named, with the ones that are.
+    settings = _settings(xlnet_folder[0])
+    decoder = registry.decoders.get(settings.recipe)
+    decoder.check(settings)
+    with pytest.raises(generation.GenerationError,
+                       match=r"is a xlnet model, not a causal LM .*expected a folder of gpt, "
+                             r"gpt2") as error:
+        decoder.generate(settings, PROMPTS[:1])
+    assert error.value.option == "init_checkpoint"
+    # A folder whose tokenizer file is missing: that file is named, not a flag to give.
+    bare = _edited_copy(gpt2_folder[0], tmp_path / "bare", vocab__json=None, merges__txt=None)
+    settings = _settings(bare)
+    decoder.check(settings)
+    with pytest.raises(generation.GenerationError, match=r"vocab\.json: no such file") as error:
+        decoder.generate(settings, PROMPTS[:1])
+    assert error.value.option == "init_checkpoint"
+    # Anything else still needs its files given.
+    settings = _settings(str(tmp_path / "ckpt-1"))
+    with pytest.raises(ValueError, match=r"^--config_file is required"):
+        decoder.check(settings)
 
 def test_gpt_folder_reads_gpt_bpe(gpt_folder):
     """An openai-gpt folder's prompt goes through GPT's `</w>` BPE (lower-cased), not GPT-2's."""

@@ -17,10 +17,11 @@ Decoding, per prompt:
   `(seed, prompt index)`, so a prompt's sample does not depend on the
   others or on how prompts are batched.
 
-Generation of a prompt stops after `eos_id` (included in the generated ids)
-or `max_new_tokens`. Prompts are run in batches, left-padded: padded
-positions are masked out of attention and the real ones keep positions
-0, 1, ... (`position_ids`), so a batched prompt gets what it would alone.
+Generation of a prompt stops after `eos_id` (included in the generated ids;
+a collection of ids: after any of them) or `max_new_tokens`. Prompts are run
+in batches, left-padded: padded positions are masked out of attention and
+the real ones keep positions 0, 1, ... (`position_ids`), so a batched prompt
+gets what it would alone.
 An empty prompt starts from `bos_id` (GPT-2's unconditional samples start
 from `<|endoftext|>`); that token is not part of the prompt's ids.
 
@@ -40,7 +41,8 @@ or name the folder's own files. `generate_records` / `write_jsonl` produce
 
 import dataclasses
 import json
-from typing import List, Optional
+import os
+from typing import Any, List, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -162,7 +164,8 @@ def generate(network, prompts, options=None, eos_id=None, bos_id=None, use_cache
             and the encoder contract).
         prompts: list of lists of token ids.
         options: `DecodingOptions` (default: greedy, 32 tokens).
-        eos_id: stop a prompt's generation after this token (None: never).
+        eos_id: stop a prompt's generation after this token, or after any
+            of a collection of ids (None: never).
         bos_id: the token an empty prompt starts from.
         use_cache: key/value cache (True) or full recomputation (False).
         batch_size: prompts run together.
@@ -191,15 +194,17 @@ def generate(network, prompts, options=None, eos_id=None, bos_id=None, use_cache
                 "exceeds the model's %d positions; expected max_new_tokens <= %d (or a "
                 "shorter prompt)" % (first_index + i, length, options.max_new_tokens, limit,
                                      limit - length))
+    stops = frozenset() if eos_id is None else frozenset(
+        [eos_id] if isinstance(eos_id, (int, np.integer)) else eos_id)
     results = []
     for start in range(0, len(prompts), batch_size):
         results.extend(_generate_batch(network, prompts[start:start + batch_size], options,
-                                       eos_id, bos_id, use_cache, return_logits,
+                                       stops, bos_id, use_cache, return_logits,
                                        first_index + start))
     return results
 
 
-def _generate_batch(network, prompts, options, eos_id, bos_id, use_cache, return_logits,
+def _generate_batch(network, prompts, options, stops, bos_id, use_cache, return_logits,
                     first_index):
     prefill, step, full = _step_functions(network)
     rows = [list(p) if p else [bos_id] for p in prompts]
@@ -237,7 +242,7 @@ def _generate_batch(network, prompts, options, eos_id, bos_id, use_cache, return
             results[b].generated_ids.append(token)
             if return_logits:
                 results[b].logits.append(np.array(logits[b]))
-            if eos_id is not None and token == eos_id:
+            if token in stops:
                 done[b] = True
         if done.all() or step_index == options.max_new_tokens - 1:
             break
@@ -265,7 +270,7 @@ class Generator:
 
     network: object
     tokenizer: object
-    eos_id: Optional[int]
+    eos_id: Any  # an id, a tuple of ids (stop after any), or None
     bos_id: Optional[int]
 
 
@@ -336,15 +341,23 @@ def load_folder_generator(path, family=None):
 
     The prompt's ids are the folder's tokenizer's, equal to HF's
     `AutoTokenizer` of the folder (`modeling.pretrained`). The eos and bos
-    ids are the config's only, as HF's `generate` reads them: GPT's config
-    has none, so its generation runs to `max_new_tokens` (as HF's does) and
-    an empty prompt has nothing to start from.
+    ids are where HF's `generate` reads them, never the tokenizer's: the
+    folder's `generation_config.json` when it has one (an eos list stops at
+    any of its ids; an absent key is no id), else `config.json`. GPT's
+    config has none, so its generation runs to `max_new_tokens` (as HF's
+    does) and an empty prompt has nothing to start from.
     """
     from modeling import pretrained  # pylint: disable=g-import-not-at-top
     try:
         folder = pretrained.inspect(path)
     except ValueError as e:
         raise GenerationError("init_checkpoint", str(e)) from e
+    if folder.family.name not in registry.decoders:
+        causal = [name for name in registry.decoders.names()
+                  if name in registry.families and registry.families.get(name).hf is not None]
+        raise GenerationError(
+            "init_checkpoint", "%s is a %s model, not a causal LM that generates text; "
+            "expected a folder of %s" % (folder.path, folder.family.name, ", ".join(causal)))
     if family is not None and folder.family.name != family:
         raise GenerationError(
             "recipe", "%s is a %s model; --recipe=%s generates with %s models (give "
@@ -361,11 +374,36 @@ def load_folder_generator(path, family=None):
     vocab_size = config.vocab_size
 
     def usable(token_id):
-        return token_id if isinstance(token_id, int) and 0 <= token_id < vocab_size else None
+        return token_id if isinstance(token_id, int) and not isinstance(token_id, bool) and \
+            0 <= token_id < vocab_size else None
 
-    eos_id = usable(getattr(config, "eos_token_id", None))
-    bos_id = usable(getattr(config, "bos_token_id", None))
-    return Generator(network, loaded.tokenizer, eos_id, bos_id if bos_id is not None else eos_id)
+    ids = _generation_ids(folder.path, config)
+    eos = ids.get("eos_token_id")
+    eos_ids = tuple(i for i in map(usable, eos if isinstance(eos, list) else [eos])
+                    if i is not None)
+    bos_id = usable(ids.get("bos_token_id"))
+    eos_id = eos_ids[0] if len(eos_ids) == 1 else (eos_ids or None)
+    return Generator(network, loaded.tokenizer, eos_id,
+                     bos_id if bos_id is not None else (eos_ids[0] if eos_ids else None))
+
+
+def _generation_ids(folder, config):
+    """`{"eos_token_id", "bos_token_id"}` as HF's `generate` reads them from a folder: its
+    `generation_config.json` if there is one (a missing key is no id), else the config."""
+    path = os.path.join(folder, "generation_config.json")
+    if not os.path.isfile(path):
+        return {name: getattr(config, name, None) for name in ("eos_token_id", "bos_token_id")}
+    try:
+        with open(path, encoding="utf-8") as f:
+            values = json.load(f)
+    except (OSError, ValueError) as e:
+        raise GenerationError("init_checkpoint", "%s: not a readable JSON file: %s"
+                              % (path, str(e).splitlines()[0] if str(e) else type(e).__name__)) \
+            from None
+    if not isinstance(values, dict):
+        raise GenerationError("init_checkpoint", "%s: expected a JSON object, got %s"
+                              % (path, type(values).__name__))
+    return values
 
 
 def _prompt_ids(tokenizer, prompt):
@@ -443,7 +481,10 @@ def causal_lm_decoder(family):
 
     Its network must have `call_with_cache` and `logits` (`generate`) and read
     byte-level BPE (`--vocab_file`, `--merges_file`); `--decoding` is greedy
-    or sample, with `--temperature`, `--top_k`, `--top_p` and `--seed`.
+    or sample, with `--temperature`, `--top_k`, `--top_p` and `--seed`. An HF
+    folder as `--init_checkpoint` read whole needs no other file flag (its own
+    tokenizer reads the prompts, and a file it lacks is named as the folder's);
+    anything else needs `--config_file`, `--vocab_file` and `--merges_file`.
     """
 
     def options(settings):
@@ -454,6 +495,11 @@ def causal_lm_decoder(family):
 
     def check(settings):
         options(settings)
+        if not _folder_tokenizer_wanted(settings):
+            for name in _FILE_FLAGS:
+                if not getattr(settings, name):
+                    raise ValueError("--%s is required (or give --init_checkpoint as an HF "
+                                     "model folder)" % name)
 
     def generate_from_files(settings, prompts):
         if _folder_tokenizer_wanted(settings):
@@ -465,10 +511,12 @@ def causal_lm_decoder(family):
 
     return registry.Decoder(
         name=family,
-        required_flags=("init_checkpoint", "config_file", "vocab_file", "merges_file",
-                        "output_file"),
+        required_flags=("init_checkpoint", "output_file"),
         input_flags=("init_checkpoint", "vocab_file", "merges_file", "config_file"),
         check=check, generate=generate_from_files)
+
+
+_FILE_FLAGS = ("config_file", "vocab_file", "merges_file")
 
 
 def _folder_tokenizer_wanted(settings):
@@ -476,7 +524,7 @@ def _folder_tokenizer_wanted(settings):
     then the folder's HF-equal tokenizer reads the prompts."""
     from modeling.pretrained import folders  # pylint: disable=g-import-not-at-top
     try:
-        folder = folders.published_folder(settings, ("config_file", "vocab_file", "merges_file"))
+        folder = folders.published_folder(settings, _FILE_FLAGS)
     except ValueError as e:
         raise GenerationError("init_checkpoint", str(e)) from e
     return folder is not None and folder.kind == folders.HF
