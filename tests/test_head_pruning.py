@@ -201,6 +201,25 @@ def test_iterative_pruning_curve(tmp_path):
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
 
 
+def test_pruning_without_rescoring_follows_the_first_ranking():
+    """rescore=False (Michel et al.'s BERT scripts, without --exact_pruning): the heads
+    are masked in the ascending order of the scores at m = 1."""
+    model = _classifier(seed=3)
+    score = [_features(seed=20), _features(seed=21)]
+    dev = [_features(seed=22)]
+    curve = heads.iterative_pruning(model, score, dev, step_fraction=0.125, max_fraction=0.75,
+                                    rescore=False)
+    first = heads.head_importance(model, score, normalize_layers=True)
+    ranking = [(l, h) for _, l, h in sorted((first[l, h], l, h)
+                                            for l in range(2) for h in range(4))]
+    assert curve["order"] == ranking[:6]
+    assert [s["heads_left"] for s in curve["steps"]] == [8, 7, 6, 5, 4, 3, 2]
+    # Re-scoring with the mask in place (the default) masks another set on this model.
+    rescored = heads.iterative_pruning(model, score, dev, step_fraction=0.125,
+                                       max_fraction=0.75)
+    assert rescored["order"] != curve["order"]
+
+
 def test_pruned_checkpoint_and_config_load(tmp_path):
     model = _classifier()
     features = _features()

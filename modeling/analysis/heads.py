@@ -23,8 +23,9 @@ gradient of each position's head output, dotted with that output.) With
     smaller = prune_heads(classifier, curve["pruned"])    # fewer weights, same outputs
 
 `iterative_pruning` removes the least important `step_fraction` of the heads
-at a time by masking them, re-scores the rest with the mask in place, and
-records accuracy against the number of heads left; `prune_heads` then removes
+at a time by masking them, re-scores the rest with the mask in place (Michel
+et al.'s `--exact_pruning`; `rescore=False` ranks once, as their BERT
+scripts), and records accuracy against the number of heads left; `prune_heads` then removes
 heads for real: a new model whose layers have fewer heads
 (`num_attention_heads_per_layer`), with the kept heads' query/key/value kernel
 columns and biases and attention-output kernel rows copied, which computes
@@ -496,7 +497,7 @@ def measure_latency(model, features, repeats=10, warmup=2):
 
 def iterative_pruning(model, score_batches, eval_batches, step_fraction=0.1,
                       max_fraction=0.5, normalize_layers=True, keep_fraction=None,
-                      granularity="example"):
+                      granularity="example", rescore=True):
     """Masks the least important heads a step at a time; records accuracy vs heads.
 
     Each step re-scores the remaining heads with the current mask in place
@@ -510,6 +511,10 @@ def iterative_pruning(model, score_batches, eval_batches, step_fraction=0.1,
             set is reported as `pruned` (the heads to remove); default
             `max_fraction`. The curve goes on to `max_fraction`.
         granularity: of the importance scores (`head_importance`).
+        rescore: re-score the remaining heads with the mask in place before
+            every step (Michel et al.'s `--exact_pruning`); False ranks the
+            heads once, at m = 1, and masks them in that order (their BERT
+            scripts' default).
 
     For ALBERT the unit is a head of a group's shared attention block
     (`HeadUnits`): it is scored by `shared_head_importance` (the sum over
@@ -556,7 +561,7 @@ def iterative_pruning(model, score_batches, eval_batches, step_fraction=0.1,
     if keep_target == 0:
         pruned = []
     while len(order) < target:
-        scores = score(mask)
+        scores = score(mask) if rescore or first_scores is None else first_scores
         if first_scores is None:
             first_scores = scores
         candidates = [(scores[l, h], l, h) for l in range(len(counts))
@@ -887,6 +892,9 @@ class PruningSettings:
         "default --prune_fraction.")
     normalize_layers: bool = option(
         True, "Divide each layer's importance scores by their L2 norm (Michel et al.).")
+    rescore_each_step: bool = option(
+        True, "Re-score the remaining heads before every pruning step (Michel et al.'s "
+        "--exact_pruning); false: rank them once and mask in that order.")
     importance_granularity: str = option(
         "example", "Where the importance takes |dL/dm|: per example (Michel et al.'s "
         "E_x |dL(x)/dm|) or per batch of the batch's mean loss (HF run_bertology).",
@@ -936,6 +944,7 @@ class PruningSettings:
                     curve_fraction=self.curve_fraction,
                     normalize_layers=self.normalize_layers,
                     importance_granularity=self.importance_granularity,
+                    rescore_each_step=self.rescore_each_step,
                     importance_split=self.importance_split, max_examples=self.max_examples,
                     batch_size=self.eval_batch_size,
                     latency_batch_size=self.latency_batch_size,
@@ -945,7 +954,7 @@ class PruningSettings:
 def run(job, heads_to_prune=None, prune_fraction=None, prune_step_fraction=0.1,
         curve_fraction=None, normalize_layers=True, importance_split="train",
         max_examples=512, batch_size=32, latency_batch_size=8, latency_repeats=10,
-        importance_granularity="example"):
+        importance_granularity="example", rescore_each_step=True):
     """What `run/prune_heads.py` does; returns the `pruning.json` contents.
 
     Args:
@@ -966,6 +975,7 @@ def run(job, heads_to_prune=None, prune_fraction=None, prune_step_fraction=0.1,
         importance_split: "train" or "dev": the examples the importance is
             computed on (accuracy is always the dev set's).
         importance_granularity: "example" or "batch" (`head_importance`).
+        rescore_each_step: `iterative_pruning`'s `rescore`.
         max_examples: at most this many examples per split.
     """
     from data import tokenization  # pylint: disable=g-import-not-at-top
@@ -1059,7 +1069,8 @@ def run(job, heads_to_prune=None, prune_fraction=None, prune_step_fraction=0.1,
         curve = iterative_pruning(
             model, batches[importance_split], batches["dev"], prune_step_fraction,
             max(prune_fraction, curve_fraction or 0.0), normalize_layers,
-            keep_fraction=prune_fraction, granularity=importance_granularity)
+            keep_fraction=prune_fraction, granularity=importance_granularity,
+            rescore=rescore_each_step)
         pruned = sorted(tuple(p) for p in curve["pruned"])
         report.update(importance=curve["importance"], curve=curve["steps"],
                       pruning_order=[list(p) for p in curve["order"]])
