@@ -230,6 +230,13 @@ def test_a_folder_with_its_pooler_gives_hfs_pooled_output(family, published, inp
                                    out.last_hidden_state[0].numpy(), atol=1e-4, err_msg=text)
         np.testing.assert_allclose(record["pooled_output"], out.pooler_output[0].numpy(),
                                    atol=1e-4, err_msg=text)
+    # The bare encoder has no masked-LM head to fill masks with: named, in one line.
+    settings = folders.fill_settings(inference.FillMaskSettings(init_checkpoint=folder,
+                                                                max_seq_length=48))
+    with pytest.raises(ValueError, match=r"holds no masked-LM head \(.* is not in it\): "
+                                         r"predict_masked needs a masked-LM folder \(HF's "
+                                         r"\w+ForMaskedLM\)$"):
+        folder_inference.folder_fill_mask(folders.published_folder(settings), settings, MASKED)
 
 
 def test_fill_mask_is_hfs_masked_lm(published):
@@ -271,12 +278,19 @@ def test_the_folders_own_mask_token_and_bad_inputs(published, tmp_path):
         folder_inference.folder_fill_mask(
             found, folders.fill_settings(inference.FillMaskSettings(
                 init_checkpoint=folder, max_seq_length=16)), [long_text])
-    # A causal LM has no mask token; GPT-2's 64 positions bound --max_seq_length.
+    # A family without an HF masked-LM model is refused before anything is built:
+    # XLNet has a <mask> token but no head predicting it (its masks would be
+    # filled by an untrained head), GPT-2 no mask token at all.
+    for family in ("gpt2", "xlnet"):
+        settings = folders.fill_settings(inference.FillMaskSettings(
+            init_checkpoint=published[family][0], max_seq_length=48))
+        with pytest.raises(ValueError, match=r"is a %s model, which has no masked-LM head: "
+                                             r"predict_masked fills masks with albert, bert, "
+                                             r"distilbert, roberta models" % family):
+            folder_inference.folder_fill_mask(folders.published_folder(settings), settings,
+                                              MASKED)
+    # GPT-2's 64 positions bound --max_seq_length.
     gpt2, _, _ = published["gpt2"]
-    settings = folders.fill_settings(inference.FillMaskSettings(init_checkpoint=gpt2,
-                                                                max_seq_length=48))
-    with pytest.raises(ValueError, match="no mask token"):
-        folder_inference.folder_fill_mask(folders.published_folder(settings), settings, MASKED)
     path = tmp_path / "in.txt"
     path.write_text("hello\n")
     settings = _feature_settings(gpt2, str(path), max_seq_length=65)

@@ -32,6 +32,7 @@ import numpy as np
 import tensorflow as tf
 
 from data import tokenization
+from modeling import registry
 from modeling.pretrained import folders
 from modeling.serving import inference
 
@@ -121,6 +122,15 @@ def _load(folder, settings, objectives=()):
     return loaded, pooler_loaded
 
 
+def _masked_lm_model(family):
+    """HF's masked-LM class of `family` (its registered `HFFormat`), or None."""
+    return (family.hf.architectures.get("masked_lm") if family.hf is not None else None)
+
+
+def _masked_lm_families():
+    return [name for name, family in registry.families.items() if _masked_lm_model(family)]
+
+
 def folder_features(folder, settings, layers):
     """`run/extract_features.py` on a published folder: `(texts, records, "features")`.
 
@@ -177,14 +187,34 @@ def folder_features(folder, settings, layers):
 def folder_fill_mask(folder, settings, texts):
     """`run/predict_masked.py` on a published folder: `inference.fill_mask`'s records.
 
+    The family must have an HF masked-LM model (`masked_lm` among its
+    `HFFormat.architectures`): XLNet's `<mask>` token has no head predicting
+    it, and a family without that head's names would predict through an
+    untrained one. The folder must hold the head (HF's `*ForMaskedLM`, not
+    the bare encoder).
+
     Raises:
         ValueError: the family has no masked-LM head in the folder's format,
-            the folder's tokenizer has no mask token, `--top_k` < 1, or a
-            mask was cut off by `--max_seq_length`.
+            the folder holds no such head, the folder's tokenizer has no
+            mask token, `--top_k` < 1, or a mask was cut off by
+            `--max_seq_length`.
     """
     if settings.top_k < 1:
         raise ValueError("--top_k=%r: expected at least 1 prediction per mask" % (settings.top_k,))
-    loaded, _ = _load(folder, settings, objectives=("masked_lm",))
+    masked_lm = _masked_lm_model(folder.family)
+    if masked_lm is None:
+        raise ValueError("%s is a %s model, which has no masked-LM head: predict_masked fills "
+                         "masks with %s models" % (folder.path, folder.family.name,
+                                                   ", ".join(_masked_lm_families())))
+    from modeling import checkpoints  # pylint: disable=import-outside-toplevel
+    try:
+        loaded, _ = _load(folder, settings, objectives=("masked_lm",))
+    except checkpoints.CheckpointMismatchError as e:
+        if e.hint is None or not e.missing:
+            raise
+        raise ValueError("%s holds no masked-LM head (%s is not in it): predict_masked needs "
+                         "a masked-LM folder (HF's %s)" % (folder.path, e.missing[0][0],
+                                                            masked_lm)) from None
     tokenizer = loaded.tokenizer
     if "mask" not in tokenizer.special_tokens:
         raise ValueError("%s: the %s tokenizer has no mask token: not a masked-LM model"
