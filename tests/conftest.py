@@ -117,11 +117,15 @@ def write_lines(path, lines):
 # (seconds on a 2-core machine, measured with --durations) are handed out
 # first, so that neither worker is left with a long file at the end.
 LONGEST_FIRST = (
-    "test_recipes.py", "test_trainer.py", "test_xlnet_pretraining.py", "test_fault_injection.py",
-    "test_unilm.py", "test_bad_inputs.py", "test_run_classifier.py", "test_gpt_recipe.py",
-    "test_mass.py", "test_run_pretraining.py", "test_elmo_recipe.py", "test_gpt2_recipe.py",
-    "test_xlnet_finetuning.py", "test_cvt.py", "test_multiple_choice.py", "test_ulmfit_recipe.py",
-    "test_checkpoints.py", "test_siatl.py", "test_distillation_job.py", "test_cove.py",
+    "test_bad_inputs.py", "test_recipes.py", "test_trainer.py", "test_distillation_job.py",
+    "test_unilm.py", "test_mass.py", "test_xlnet_pretraining.py", "test_fault_injection.py",
+    "test_head_pruning.py", "test_dynamic_masking.py", "test_gpt_recipe.py",
+    "test_run_classifier.py", "test_beam_pipeline.py", "test_cvt.py", "test_multilingual.py",
+    "test_docs.py", "test_cove.py", "test_gpt2_recipe.py", "test_siamese_matching.py",
+    "test_elmo_features.py", "test_siatl.py", "test_elmo_recipe.py", "test_encoders.py",
+    "test_ner.py", "test_finetuning_techniques.py", "test_run_pretraining.py",
+    "test_gpt2_model.py", "test_multiple_choice.py", "test_multitask.py",
+    "test_ulmfit_recipe.py", "test_multitask_distillation.py",
 )
 
 
