@@ -24,6 +24,7 @@ import time
 from typing import Optional
 
 from absl import logging
+import numpy as np
 import tensorflow as tf
 
 from data import corpus as corpus_lib
@@ -382,3 +383,202 @@ def start_data_service_server(role, port=0, dispatcher_address=None, worker_addr
     return service.WorkerServer(service.WorkerConfig(
         dispatcher_address=dispatcher_address.split("://", 1)[1], port=port,
         worker_address=worker_address))
+
+
+# ---------------------------------------------------------------------------
+# Length-aware batching: per-batch padding and grouping by length.
+# ---------------------------------------------------------------------------
+
+# The feature groups of Google's layout: each mask with the features padded
+# alongside it (every one of them `[batch, max_seq_length]`).
+STANDARD_SEQUENCE_FEATURES = (("input_mask", ("input_ids", "input_mask", "segment_ids")),)
+# The feature a grouped prediction stream carries so that outputs can be put
+# back in input order (`restore_input_order`).
+ORDER_FEATURE = "example_order"
+
+
+@dataclasses.dataclass
+class LengthBatchingSettings:
+    """How fine-tuning jobs pad and group their batches (the jobs' flags)."""
+
+    trim_batches: bool = option(
+        True, "Pad each batch only to its longest row, rounded up to a length bucket "
+        "(length_buckets: multiples of 16 to 128, of 32 to 256, of 64 beyond), instead "
+        "of to --max_seq_length; padding is masked, so results are the same. Predictions "
+        "are also grouped by length (outputs in input order). --notrim_batches: Google's "
+        "fixed-length batches.")
+    group_by_length: bool = option(
+        False, "Training: batch examples of similar length together (HF's group_by_length; "
+        "from the shuffled stream, deterministic under --seed, so resume stays exact). "
+        "Changes which examples share a batch, so numbers differ from Google's. Needs "
+        "--trim_batches.")
+
+
+def check_length_batching(settings, error=ValueError):
+    """A one-line `error` unless `settings`' trim_batches / group_by_length go together."""
+    if getattr(settings, "group_by_length", False) and not getattr(settings, "trim_batches",
+                                                                     True):
+        raise error("--group_by_length needs --trim_batches (grouping only saves time when "
+                    "each batch is padded to its own length); drop --notrim_batches or "
+                    "--group_by_length")
+
+
+def length_buckets(max_seq_length):
+    """The padded lengths a trimmed batch can have: a small fixed set ending at max_seq_length.
+
+    Multiples of 16 up to 128, of 32 up to 256, of 64 beyond (at most a
+    quarter of a batch's width is padding above its longest row): 16
+    lengths at 512, 14 at 384, 12 at 256, 8 at 128, 3 at 48.
+    """
+    if max_seq_length < 1:
+        raise ValueError("max_seq_length=%r: expected a positive length" % (max_seq_length,))
+    buckets, length = [], 0
+    while length < max_seq_length:
+        length += 16 if length < 128 else 32 if length < 256 else 64
+        buckets.append(min(length, max_seq_length))
+    return tuple(buckets)
+
+
+def _row_lengths(mask):
+    """`(right, left)` `[batch]` int32: the real width of each row padded on the right
+    (last real position + 1) and on the left (width - first real position)."""
+    real = tf.cast(tf.not_equal(mask, 0), tf.int32)
+    width = tf.shape(mask)[1]
+    positions = tf.range(1, width + 1)[None, :]
+    right = tf.reduce_max(real * positions, axis=1)
+    left = tf.reduce_max(real * (width + 1 - positions), axis=1)
+    return right, left
+
+
+def _bucket_of(length, buckets):
+    """The smallest bucket >= `length` (a scalar or vector of int32)."""
+    boundaries = tf.constant(buckets, tf.int32)
+    index = tf.searchsorted(boundaries, tf.reshape(length, [-1]), side="left")
+    index = tf.minimum(index, len(buckets) - 1)
+    return tf.reshape(tf.gather(boundaries, index), tf.shape(length))
+
+
+def example_length(features, groups=STANDARD_SEQUENCE_FEATURES):
+    """`[batch]` int32: each example's unpadded length (its longest group's), either side."""
+    lengths = []
+    for mask_name, _ in groups:
+        right, left = _row_lengths(features[mask_name])
+        lengths.append(tf.minimum(right, left))
+    return tf.reduce_max(tf.stack(lengths), axis=0)
+
+
+def trim_batch(features, max_seq_length, groups=STANDARD_SEQUENCE_FEATURES):
+    """`features` with each group's sequence features cut to the batch's bucketed length.
+
+    For every ``(mask_name, names)`` of `groups`, the batch's longest row by
+    the mask (padding on the right as Google's packing puts it, or on the
+    left as XLNet's: the side is read from the mask) is rounded up to a
+    `length_buckets` length, and every feature of `names` (`[batch,
+    max_seq_length]`) is cut to it on the padding side. Other features pass
+    unchanged. The padding cut off is masked, so a model gives the same
+    losses and the same outputs at every real position.
+    """
+    buckets = length_buckets(max_seq_length)
+    trimmed = dict(features)
+    for mask_name, names in groups:
+        right, left = _row_lengths(features[mask_name])
+        longest_right, longest_left = tf.reduce_max(right), tf.reduce_max(left)
+        on_left = longest_left < longest_right
+        full = tf.shape(features[mask_name])[1]
+        width = tf.minimum(_bucket_of(tf.minimum(longest_right, longest_left), buckets), full)
+        start = tf.where(on_left, full - width, 0)
+        for name in names:
+            value = features[name]
+            trimmed[name] = value[:, start:start + width]
+    return trimmed
+
+
+def length_batched_input_fn(input_fn, max_seq_length, batch_size, *, is_training,
+                            groups=STANDARD_SEQUENCE_FEATURES, trim=True,
+                            group_by_length=False, keep_order=False):
+    """Wraps a task's ``input_fn(input_context)`` with length-aware batching.
+
+    The records and the wrapped function stay as they are (Google's layout,
+    `max_seq_length` wide); on top of them:
+
+    * ``trim``: every batch cut to its bucketed longest row (`trim_batch`).
+    * ``group_by_length`` (needs ``trim``): the batches are unbatched and
+      examples of the same length bucket batched together
+      (`tf.data.Dataset.group_by_window` over the wrapped stream, which for
+      training is already shuffled; deterministic when it is). Training
+      keeps whole batches (``drop_remainder``); an inference stream flushes
+      each bucket's last partial batch at its end.
+    * ``keep_order``: each example carries its position in the wrapped
+      stream as `ORDER_FEATURE` (int64 `[batch]`), for `restore_input_order`.
+
+    Args:
+      input_fn: ``fn(input_context=None) -> tf.data.Dataset`` of batches of
+        `max_seq_length`-wide features.
+      batch_size: the global batch size given to `input_fn` (the
+        per-replica size is derived from the `input_context`).
+      groups: ``(mask_name, feature_names)`` pairs (`trim_batch`).
+
+    Returns:
+      ``fn(input_context=None) -> tf.data.Dataset``, or `input_fn` itself when
+      there is nothing to do.
+    """
+    if group_by_length and not trim:
+        raise ValueError("--group_by_length needs --trim_batches")
+    if not (trim or keep_order):
+        return input_fn
+    buckets = length_buckets(max_seq_length)
+
+    def wrapped(input_context=None):
+        dataset = input_fn(input_context)
+        per_replica = (input_context.get_per_replica_batch_size(batch_size)
+                       if input_context is not None else batch_size)
+        if keep_order or group_by_length:
+            dataset = dataset.unbatch()
+            if keep_order:
+                dataset = dataset.enumerate().map(
+                    lambda i, features: dict(features, **{ORDER_FEATURE: i}))
+            if group_by_length:
+                def key(features):
+                    length = example_length(
+                        tf.nest.map_structure(lambda t: t[None], features), groups)[0]
+                    return tf.cast(tf.searchsorted(tf.constant(buckets, tf.int32),
+                                                   length[None])[0], tf.int64)
+
+                dataset = dataset.group_by_window(
+                    key_func=key, window_size=per_replica,
+                    reduce_func=lambda _, window: window.batch(
+                        per_replica, drop_remainder=is_training))
+            else:
+                dataset = dataset.batch(per_replica, drop_remainder=is_training)
+        if trim:
+            dataset = dataset.map(lambda features: trim_batch(features, max_seq_length, groups),
+                                  num_parallel_calls=tf.data.AUTOTUNE,
+                                  deterministic=True)
+        return dataset.prefetch(tf.data.AUTOTUNE)
+
+    wrapped.keeps_order = keep_order
+    return wrapped
+
+
+def restore_input_order(outputs, order_name=ORDER_FEATURE):
+    """Prediction outputs (dict name -> array over examples) put back in input order.
+
+    `outputs[order_name]` holds each row's position in the input (what
+    `length_batched_input_fn(keep_order=True)` adds); it is dropped.
+    """
+    outputs = dict(outputs)
+    order = np.asarray(outputs.pop(order_name))
+    inverse = np.argsort(order, kind="stable")
+    return {name: np.asarray(value)[inverse] for name, value in outputs.items()}
+
+
+def pad_sequence_outputs(outputs, names, max_seq_length, value=0.0):
+    """`outputs` with the `[batch, length, ...]` tensors of `names` padded back to
+    `max_seq_length` on axis 1 with `value`, so batches of different widths stack."""
+    padded = dict(outputs)
+    for name in names:
+        tensor = outputs[name]
+        extra = max_seq_length - tf.shape(tensor)[1]
+        paddings = [[0, 0], [0, extra]] + [[0, 0]] * (tensor.shape.rank - 2)
+        padded[name] = tf.pad(tensor, paddings, constant_values=tf.cast(value, tensor.dtype))
+    return padded

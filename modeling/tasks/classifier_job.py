@@ -61,6 +61,7 @@ from modeling.serving import export
 from modeling.tasks import FineTuningTask
 from modeling.tasks import classification as classifier_lib
 from modeling.tasks import input_formats
+from modeling.tasks import length_batching
 from modeling.tasks import multiple_choice
 from modeling.tasks.input_formats import ClassifierJobError
 from modeling.training import job as job_lib
@@ -79,7 +80,8 @@ def feature_families():
 
 
 @dataclasses.dataclass
-class ClassifierJob(settings.TrainerSettings, settings.DataServiceSettings):
+class ClassifierJob(settings.TrainerSettings, settings.DataServiceSettings,
+                    input_pipeline.LengthBatchingSettings):
     """Everything a fine-tuning run needs; the fields are `run_classifier.py`'s flags.
 
     `processor` is a ``path/to/my_task.py:MyProcessor`` spec (as the flag),
@@ -372,6 +374,12 @@ class PooledInputFormat(input_formats.InputFormat):
 
     num_choices = None
 
+    @property
+    def trims_batches(self):
+        """Batches can be cut to their length (`length_batching`): one sequence per example
+        (a multiple-choice record holds its candidates end to end: kept whole)."""
+        return not self.num_choices
+
     def prepare(self, processor, task_type, label_list, num_labels):
         if getattr(processor, "is_multiple_choice", False):
             # One [CLS] context [SEP] choice [SEP] per candidate, a softmax across them.
@@ -504,6 +512,7 @@ class ClassifierRunner(job_lib.JobRunner):
         self.check_positive("train_batch_size", "eval_batch_size", "predict_batch_size",
                             "gradient_accumulation_steps")
         self.check_training_values()
+        input_pipeline.check_length_batching(job, self.error)
         self.input_format = self.format_class(job, self.config, self.family)
         self.input_format.check()
 
@@ -616,11 +625,17 @@ class ClassifierRunner(job_lib.JobRunner):
         padded = processors_lib.pad_examples(examples, batch_size)
         return (len(padded), len(examples)), self._write_records(padded, name)
 
-    def _input_fn(self, path, batch_size, is_training):
+    def _input_fn(self, path, batch_size, is_training, mode=None):
         # Eval and predict sets are padded to whole batches: every batch is
-        # full, so shapes are static (TPUs) and replicas get equal shares.
-        return self.input_format.input_fn(path, batch_size, is_training, self.task_type,
+        # full, so replicas get equal shares. Batches are cut to their
+        # bucketed length (`length_batching`) when the format's features
+        # are Google's layout.
+        base = self.input_format.input_fn(path, batch_size, is_training, self.task_type,
                                           self.num_labels)
+        mode = mode or (length_batching.TRAIN if is_training else length_batching.EVAL)
+        return length_batching.input_fn(
+            self.job, base, batch_size, mode,
+            enabled=getattr(self.input_format, "trims_batches", False))
 
     # ----- model and training ------------------------------------------------------------
 
@@ -683,9 +698,9 @@ class ClassifierRunner(job_lib.JobRunner):
         logging.info("***** Running prediction *****")
         logging.info("  Num examples = %d (%d actual, %d padding)", num_padded, num_actual,
                      num_padded - num_actual)
-        predictions = trainer.predict(
-            self._input_fn(self.predict_file, job.predict_batch_size, False), [output],
-            restore=False)
+        predictions = length_batching.predict(
+            trainer, self._input_fn(self.predict_file, job.predict_batch_size, False,
+                                    length_batching.PREDICT), [output], job)
         values = predictions[output][:num_actual]
         if len(values) != num_actual:
             raise self.error("Predicted %d examples but the test set has %d."

@@ -68,6 +68,11 @@ class InputFormat:
         family: the `registry.Family`.
     """
 
+    #: Whether `input_fn`'s batches are Google's layout (`input_ids`, `input_mask`,
+    #: `segment_ids` of `max_seq_length`, padded on one side), so that the job
+    #: may cut them to their length (`modeling.tasks.length_batching`).
+    trims_batches = False
+
     def __init__(self, job, config, family):
         self.job = job
         self.config = config
