@@ -27,6 +27,19 @@ elif mode == "raise":
     raise ValueError("boom")
 elif mode == "echo":
     print(sys.stdin.read().upper(), end="")
+elif mode == "ending":
+    # What the interpreter does when a script ends: each must happen in a forked child too.
+    import atexit, threading, time
+    log = open(sys.argv[2], "w")  # never closed: the end of the process flushes it
+    log.write("written without close\n")
+    atexit.register(lambda: print("atexit ran", flush=True))
+    def late():
+        time.sleep(0.5)
+        print("non-daemon thread finished", flush=True)
+    threading.Thread(target=late).start()
+    sys.exit(sys.argv[3] if len(sys.argv) > 3 else None)
+elif mode == "interrupt":
+    raise KeyboardInterrupt
 elif mode == "sleep":
     import signal, time
     if len(sys.argv) > 2:
@@ -83,6 +96,29 @@ def test_exit_status_tracebacks_and_standard_input(probe):
     with pytest.raises(subprocess.CalledProcessError):
         script_runner.run([sys.executable, probe, "exit", "3"], capture_output=True,
                           timeout=300, check=True)
+
+
+@pytest.mark.parametrize("fork", [True, False])
+def test_a_script_ends_as_in_a_real_interpreter(probe, tmp_path, fork):
+    """Threads joined, atexit run, files flushed, SystemExit's message and status, SIGINT.
+
+    The forked child skips the module teardown of a real process
+    (`zygote._run_as_main`); none of this may differ.
+    """
+    log = tmp_path / ("log%d.txt" % fork)
+    done = script_runner.run([sys.executable, probe, "ending", str(log)], capture_output=True,
+                             text=True, timeout=300, fork=fork)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "non-daemon thread finished\natexit ran\n"
+    assert log.read_text() == "written without close\n"
+    done = script_runner.run([sys.executable, probe, "ending", str(log), "it failed"],
+                             capture_output=True, text=True, timeout=300, fork=fork)
+    assert done.returncode == 1 and done.stderr.splitlines()[-1] == "it failed"
+    assert done.stdout.endswith("atexit ran\n")
+    done = script_runner.run([sys.executable, probe, "interrupt"], capture_output=True,
+                             text=True, timeout=300, fork=fork)
+    assert done.returncode == -signal.SIGINT
+    assert done.stderr.rstrip().splitlines()[-1] == "KeyboardInterrupt"
 
 
 def _alive(pid):

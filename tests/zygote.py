@@ -8,14 +8,15 @@ nothing heavy), which asks a long-lived *server* to fork a child that runs
 the script:
 
 * the server (``zygote.py serve SOCKET OWNER_PID``) imports NumPy,
-  TensorFlow and Keras once, creates no TensorFlow context (no thread pool
+  TensorFlow, Keras and this checkout's library (`data`, `modeling`) once, creates no TensorFlow context (no thread pool
   exists to be copied by fork), listens on a Unix socket and forks one child
   per request; it exits a second after its owner (the pytest process) is
   gone, or after ten idle minutes;
 * the child takes the proxy's standard input, output and error (passed over
   the socket), its environment, working directory and arguments, and runs
-  the script as ``__main__`` with `runpy`, so the interpreter's own exit
-  handling (exit status, uncaught tracebacks, atexit, flushing) applies;
+  the script as ``__main__`` with `runpy` and ends as the interpreter
+  would (exit status, uncaught tracebacks, non-daemon threads, atexit,
+  flushing: `_run_as_main`), but without the second of module teardown;
   it kills itself if the proxy dies (end of file on the socket);
 * the proxy (``zygote.py proxy CONTROL_FD SOCKET_DIR OWNER_PID -- script
   args``) starts the server on first use, writes the child's pid to
@@ -23,12 +24,13 @@ the script:
   the child's status (or dies of the child's signal), so `subprocess`'s
   pipes, timeouts and return codes work unchanged.
 
-What differs from a fresh interpreter: NumPy, TensorFlow and Keras are
-already imported (with the environment the server started with: one server
+What differs from a fresh interpreter: NumPy, TensorFlow, Keras and the
+library are already imported (with the environment the server started with: one server
 per distinct set of the variables in `_KEY_PREFIXES`), so a test of what a
 script prints while TensorFlow loads, or of whether it imports TensorFlow at
 all, must start a real process (``script_runner.Popen(..., fork=False)``).
-``BERT_FAMILY_TEST_FORK=0`` makes every run a real process.
+``BERT_FAMILY_TEST_FORK=0`` makes every run a real process, and
+``BERT_FAMILY_TEST_PRELOAD=0`` leaves the library to each child.
 """
 
 import hashlib
@@ -43,7 +45,7 @@ import time
 # Environment variables read while the server imports its libraries: a
 # request whose values differ goes to another server.
 _KEY_PREFIXES = ("TF_", "CUDA_", "KERAS_", "XLA_", "PYTHON", "OMP_", "KMP_", "MKL",
-                 "OPENBLAS", "LD_", "LANG", "LC_", "TMPDIR")
+                 "OPENBLAS", "LD_", "LANG", "LC_", "TMPDIR", "BERT_FAMILY_TEST_PRELOAD")
 _IDLE_SECONDS = 600
 _FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT,
               signal.SIGUSR1, signal.SIGUSR2)
@@ -100,12 +102,65 @@ def _recv_int(conn, tag):
 
 # ------------------------------------------------------------------ server
 
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The project's packages the server imports too (`_preload_project`), and the
+# modules left to each child: the process runtime (state of its own process)
+# and Apache Beam's pipeline (Beam starts threads).
+_PROJECT_PACKAGES = ("data", "modeling")
+_LEFT_TO_THE_CHILD = ("modeling.cli", "data.pretraining.beam_pipeline")
+
+
 def _preload():
     """Imports the libraries every script needs, as a script's start would."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # as run/script.py sets it
     import numpy  # noqa: F401  pylint: disable=unused-import,g-import-not-at-top
     import tensorflow  # noqa: F401  pylint: disable=unused-import,g-import-not-at-top
     import keras  # noqa: F401  pylint: disable=unused-import,g-import-not-at-top
+    if os.environ.get("BERT_FAMILY_TEST_PRELOAD", "1") != "0":
+        _preload_project()
+    import gc  # pylint: disable=g-import-not-at-top
+    gc.collect()
+    gc.freeze()  # what is loaded stays shared: no child's collection walks or touches it
+
+
+def _preload_project():
+    """Imports this checkout's library modules (0.6-0.7 s a script would spend).
+
+    None of them starts a thread or a TensorFlow context on import (checked
+    here: a module that does is dropped again, as is one that fails to
+    import, and the child imports it itself). The repository root is on
+    `sys.path` only while they load, so a child's path is a fresh
+    process's; a script from another checkout gets none of them (`become`).
+    """
+    import importlib  # pylint: disable=g-import-not-at-top
+    import pkgutil  # pylint: disable=g-import-not-at-top
+    import threading  # pylint: disable=g-import-not-at-top
+    from tensorflow.python.eager import context  # pylint: disable=g-import-not-at-top
+    before = set(sys.modules)
+    threads = threading.active_count()
+    sys.path.insert(0, REPO_ROOT)
+    try:
+        for package in _PROJECT_PACKAGES:
+            module = importlib.import_module(package)
+            for info in pkgutil.walk_packages(module.__path__, package + "."):
+                if info.name.startswith(_LEFT_TO_THE_CHILD):
+                    continue
+                try:
+                    importlib.import_module(info.name)
+                except Exception:  # pylint: disable=broad-except
+                    pass  # the child meets the error itself, as a fresh process would
+    finally:
+        sys.path.remove(REPO_ROOT)
+    if threading.active_count() != threads or context.context()._context_handle is not None:  # pylint: disable=protected-access
+        for name in set(sys.modules) - before:
+            if name.split(".")[0] in _PROJECT_PACKAGES:
+                del sys.modules[name]
+
+
+def _forget_project_modules():
+    for name in list(sys.modules):
+        if name.split(".")[0] in _PROJECT_PACKAGES:
+            del sys.modules[name]
 
 
 def _owner_alive(owner):
@@ -215,11 +270,70 @@ def become(conn, request, fds):
     script = request["argv"][0]
     sys.argv = list(request["argv"])
     sys.path[0] = os.path.dirname(os.path.abspath(script))
+    if not os.path.realpath(script).startswith(os.path.realpath(REPO_ROOT) + os.sep):
+        _forget_project_modules()  # another checkout: its own modules, not these
     import numpy  # pylint: disable=g-import-not-at-top
     numpy.random.seed()  # a fresh process's global generator is seeded from the OS
     threading.Thread(target=_watch_proxy, args=(conn,), name="zygote-proxy-watch",
                      daemon=True).start()
-    runpy.run_path(script, run_name="__main__")
+    os._exit(_run_as_main(runpy, script))  # pylint: disable=protected-access
+
+
+def _run_as_main(runpy, script):
+    """Runs `script` as ``__main__`` and ends as the interpreter would; returns the status.
+
+    What Python does when a script ends, up to the point where nothing of it
+    can be seen any more: the exit status of `SystemExit` (its message on
+    standard error), the traceback of an uncaught exception, the wait for
+    non-daemon threads, the atexit handlers, the flushing of every file still
+    open and a garbage collection (closing the unreachable ones). The
+    teardown of every module that follows in a real process (about a second
+    with TensorFlow and Keras loaded) is skipped: the caller `os._exit`s.
+    """
+    import atexit  # pylint: disable=g-import-not-at-top
+    import gc  # pylint: disable=g-import-not-at-top
+    import threading  # pylint: disable=g-import-not-at-top
+    code = 0
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as e:
+        if e.code is None:
+            code = 0
+        elif isinstance(e.code, int):
+            code = e.code
+        else:
+            print(e.code, file=sys.stderr)
+            code = 1
+    except KeyboardInterrupt:
+        sys.excepthook(*sys.exc_info())
+        code = -signal.SIGINT  # a real interpreter dies of SIGINT
+    except BaseException:  # pylint: disable=broad-except
+        sys.excepthook(*sys.exc_info())
+        code = 1
+    threading._shutdown()  # pylint: disable=protected-access
+    atexit._run_exitfuncs()  # pylint: disable=protected-access
+    atexit._clear()  # pylint: disable=protected-access
+    # Files still open (held by a module, or by garbage in a cycle) are flushed
+    # first, as teardown would close them: a collection alone can close a
+    # file's descriptor before its buffer (CPython's bpo-17852).
+    import io  # pylint: disable=g-import-not-at-top
+    for stream in [o for o in gc.get_objects() if isinstance(o, io.IOBase)] + [
+            sys.stdout, sys.stderr]:
+        try:
+            if not stream.closed and stream.writable():
+                stream.flush()
+        except (OSError, ValueError):
+            pass
+    gc.collect()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    if code < 0:
+        signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+    return code & 0xFF
 
 
 # ------------------------------------------------------------------- proxy
