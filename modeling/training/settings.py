@@ -109,6 +109,14 @@ class TrainerSettings:
         100, "Training steps per call into TensorFlow (one graph loop; cuts host round "
         "trips). A loop stops at logging and checkpoint boundaries, at SIGTERM and at a "
         "non-finite update.", aliases=("iterations_per_loop",))
+    profile_steps: Optional[str] = option(
+        None, "A,B: write a TensorBoard profile (TensorFlow's profiler: op times, trace "
+        "viewer) of training steps A to B, 0 <= A <= B (step N = the N-th update, as in the "
+        "progress lines), under OUTPUT_DIR/train/plugins/profile/; view it in TensorBoard's "
+        "Profile tab (pip install tensorboard-plugin-profile). The profiler starts and stops "
+        "between calls into TensorFlow, so with --steps_per_loop > 1 the window is rounded "
+        "out to whole loops (--steps_per_loop=1 for exactly A to B).",
+        check=(lambda v: _valid_profile_steps(v), trainer_lib.PROFILE_STEPS_HELP + "."))
 
     @property
     def strategy_name(self):
@@ -150,11 +158,22 @@ class TrainerSettings:
                    "gradient_accumulation_steps": self.gradient_accumulation_steps,
                    "use_xla": self.use_xla, "nan_policy": self.nan_policy,
                    "steps_per_loop": self.steps_per_loop}
+        profile_steps = trainer_lib.parse_profile_steps(self.profile_steps)
+        if profile_steps is not None:
+            options["profile_steps"] = profile_steps
         if self.target_sparsity:
             options["weight_pruning"] = pruning.PruningSchedule(
                 self.target_sparsity, self.pruning_begin_step, self.pruning_end_step,
                 self.pruning_frequency)
         return options
+
+
+def _valid_profile_steps(value):
+    try:
+        trainer_lib.parse_profile_steps(value)
+    except ValueError:
+        return False
+    return True
 
 
 @dataclasses.dataclass

@@ -27,7 +27,9 @@ Objectives only contribute losses and metrics; everything else lives here:
   finishes the current step, saves a checkpoint and exits;
 * TensorBoard scalars (every metric, learning rate, gradient norm,
   examples/sec) under ``model_dir/train`` and ``model_dir/eval``;
-* a progress line with steps/sec and the time left.
+* a progress line with steps/sec and the time left;
+* with `profile_steps=(A, B)`, a TensorBoard profile of steps A to B
+  (`tf.profiler.experimental`) under ``model_dir/train/plugins/profile/``.
 """
 
 import collections
@@ -46,6 +48,77 @@ from modeling.training import distribute
 from modeling.training import pruning
 
 NAN_POLICIES = ("stop", "skip")
+
+PROFILE_STEPS_HELP = ("--profile_steps must be A,B with whole numbers 0 <= A <= B (the first "
+                      "and last step to profile, e.g. 10,12)")
+
+
+def parse_profile_steps(value):
+    """``"A,B"`` (or ``(A, B)``) -> ``(A, B)`` with 0 <= A <= B; None or "" -> None.
+
+    Raises:
+      ValueError: naming --profile_steps and what it expects.
+    """
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    parts = value.split(",") if isinstance(value, str) else list(value)
+    try:
+        first, last = (int(str(p).strip()) for p in parts)
+    except ValueError:
+        raise ValueError("%s; got %r" % (PROFILE_STEPS_HELP, value)) from None
+    if not 0 <= first <= last:
+        raise ValueError("%s; got %r" % (PROFILE_STEPS_HELP, value))
+    return first, last
+
+
+class _ProfileWindow(object):
+    """Starts TensorFlow's profiler before the loop that runs step `first`, stops after `last`.
+
+    Steps are counted as the progress lines and TensorBoard count them: step
+    N is the N-th update (0 and 1 both mean the first). The profiler starts
+    and stops between calls into TensorFlow, so with steps_per_loop > 1 the
+    window grows to whole loops. The trace goes to
+    ``logdir/plugins/profile/<run>/<host>.xplane.pb``, which TensorBoard's
+    profile plugin reads.
+    """
+
+    def __init__(self, steps, logdir, enabled=True):
+        # Step 0 and step 1 are both the first update.
+        self.first, self.last = (max(1, steps[0]), max(1, steps[1])) if steps else (None, None)
+        self.logdir = logdir
+        self.enabled = enabled and steps is not None
+        self.running = False
+        self.done = False
+
+    def before(self, step, loop_length):
+        """Before a loop of `loop_length` updates that starts with `step` updates done."""
+        if not self.enabled or self.running or self.done:
+            return
+        if step + 1 <= self.last and step + loop_length >= self.first:
+            try:
+                tf.profiler.experimental.start(self.logdir)
+            except tf.errors.AlreadyExistsError:
+                logging.warning("--profile_steps: another profiler is running; not profiling.")
+                self.done = True
+                return
+            self.running = True
+            logging.info("Profiling from step %d (--profile_steps=%d,%d) into %s",
+                         step + 1, self.first, self.last, self.logdir)
+
+    def after(self, step):
+        """After a loop that ended with `step` updates done."""
+        if self.running and step >= self.last:
+            self.stop(step)
+
+    def stop(self, step=None):
+        if not self.running:
+            return
+        tf.profiler.experimental.stop()
+        self.running, self.done = False, True
+        logging.info("Profile written%s to %s (TensorBoard: the Profile tab of "
+                     "--logdir=%s)", "" if step is None else " up to step %d" % step,
+                     os.path.join(self.logdir, "plugins", "profile"),
+                     os.path.dirname(self.logdir))
 
 
 class NonFiniteLossError(ValueError):
@@ -143,13 +216,18 @@ class Trainer(object):
         after every update inside the training loop (in cross-replica
         context, so every replica holds the same zeros), saved in the
         checkpoints, the measured sparsity logged as ``weight_sparsity``.
+      profile_steps: optional ``(A, B)`` or ``"A,B"``, 0 <= A <= B: write a
+        TensorBoard profile (`tf.profiler.experimental`) of training steps A
+        to B (step N = the N-th update, as in the progress lines) under
+        ``model_dir/train/plugins/profile/`` (the chief only). With
+        steps_per_loop > 1 the profiled window is rounded out to whole loops.
     """
 
     def __init__(self, strategy, model_fn, optimizer_fn, model_dir, train_batch_size,
                  num_train_steps, save_checkpoints_steps=1000, keep_checkpoint_max=5,
                  log_steps=100, gradient_accumulation_steps=1, use_xla=False,
                  init_fn=None, checkpoint_data_position=True, loss_scale=None,
-                 nan_policy="stop", steps_per_loop=1, weight_pruning=None):
+                 nan_policy="stop", steps_per_loop=1, weight_pruning=None, profile_steps=None):
         if nan_policy not in NAN_POLICIES:
             raise ValueError("nan_policy (--nan_policy) must be one of %s, got %r"
                              % (", ".join(NAN_POLICIES), nan_policy))
@@ -167,6 +245,7 @@ class Trainer(object):
             raise ValueError("steps_per_loop (--steps_per_loop) must be at least 1, got %r"
                              % (steps_per_loop,))
         self.steps_per_loop = int(steps_per_loop)
+        self.profile_steps = parse_profile_steps(profile_steps)
         self.init_fn = init_fn
         self.checkpoint_data_position = checkpoint_data_position
         self.is_chief = distribute.is_chief(strategy)
@@ -423,14 +502,21 @@ class Trainer(object):
         nonfinite = _as_int(nonfinite_counter) if nonfinite_counter is not None else 0
         self._stop_flag.assign(False)
         self._stop_agreed.assign(False)
-        with termination.graceful(), termination.on_request(
-                lambda: self._stop_flag.assign(True)):
-            last = self._train_loop(iterator, checkpoint, manager, writer, step, nonfinite)
+        profile = _ProfileWindow(self.profile_steps, os.path.join(self.model_dir, "train"),
+                                 enabled=self.is_chief)
+        try:
+            with termination.graceful(), termination.on_request(
+                    lambda: self._stop_flag.assign(True)):
+                last = self._train_loop(iterator, checkpoint, manager, writer, step, nonfinite,
+                                        profile)
+        finally:
+            profile.stop()
         writer.flush()
         return last
 
-    def _train_loop(self, iterator, checkpoint, manager, writer, step, nonfinite):
+    def _train_loop(self, iterator, checkpoint, manager, writer, step, nonfinite, profile=None):
         del checkpoint  # saved through the manager
+        profile = profile or _ProfileWindow(None, None)
         start_step = step
         totals = MetricTotals()
         window_start = time.time()
@@ -439,9 +525,11 @@ class Trainer(object):
         last = {}
         nonfinite_counter = getattr(self._base_optimizer, "nonfinite_updates", None)
         while step < self.num_train_steps:
-            metrics = self._train_step(iterator, tf.constant(
-                self._loop_length(step), tf.int32))
+            loop_length = self._loop_length(step)
+            profile.before(step, loop_length)
+            metrics = self._train_step(iterator, tf.constant(loop_length, tf.int32))
             step = _as_int(self.global_step)
+            profile.after(step)
             if nonfinite_counter is not None:
                 count = _as_int(nonfinite_counter)
                 if count > nonfinite:
