@@ -18,7 +18,7 @@ folder and written back out.
 
 import keras
 
-__all__ = ["ConfigFields"]
+__all__ = ["ConfigFields", "LayerFields"]
 
 
 class ConfigFields:
@@ -75,3 +75,27 @@ class ConfigFields:
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+
+class LayerFields:
+    """Mixin of a Keras layer that keeps its arguments as attributes of the same names.
+
+    `_FIELDS` are the arguments, in the order of `get_config`, which adds
+    them to `keras.layers.Layer.get_config`'s; `_OPTIONAL_FIELDS` follow,
+    saved only when not None (a pruned layer's `head_size`).
+    """
+
+    _FIELDS = ()
+    _OPTIONAL_FIELDS = ()
+
+    def _set_fields(self, arguments):
+        """Keeps the constructor's `locals()` named by the two tuples as attributes."""
+        for field in self._FIELDS + self._OPTIONAL_FIELDS:
+            setattr(self, field, arguments[field])
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({field: getattr(self, field) for field in self._FIELDS})
+        config.update({field: getattr(self, field) for field in self._OPTIONAL_FIELDS
+                       if getattr(self, field) is not None})
+        return config

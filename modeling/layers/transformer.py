@@ -21,13 +21,41 @@ from modeling.layers.activations import truncated_normal_initializer
 from modeling.layers.attention import MultiHeadSelfAttention
 from modeling.layers.common import LAYER_NORM_EPSILON
 from modeling.layers.common import PACKAGE as _PACKAGE
+from modeling.layers.config_fields import LayerFields
 
 __all__ = ["AttentionSublayer", "CrossAttentionSublayer", "FeedForwardSublayer",
            "TransformerBlock", "TransformerDecoderBlock"]
 
 
+# The arguments both halves of a block take, around each half's own.
+_HALF_TAIL = ("initializer_range", "layer_norm_epsilon", "norm_first",
+              "output_initializer_range")
+
+
+class _ResidualHalf(LayerFields, keras.layers.Layer):
+    """What a block's two halves share: `dropout` and `layer_norm` (made after
+    the half's own sub-layers), the residual sum around them, their config."""
+
+    def _make_residual_layers(self):
+        policy = self.dtype_policy
+        self.dropout = keras.layers.Dropout(
+            self.hidden_dropout_prob, dtype=policy, name="dropout"
+        )
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, dtype=policy, name="LayerNorm"
+        )
+
+    def _normed_input(self, hidden_states):
+        return self.layer_norm(hidden_states) if self.norm_first else hidden_states
+
+    def _residual(self, output, hidden_states, training):
+        """Dropout of `output` plus `hidden_states`, normalised after the sum when post-LN."""
+        output = self.dropout(output, training=training) + hidden_states
+        return output if self.norm_first else self.layer_norm(output)
+
+
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class AttentionSublayer(keras.layers.Layer):
+class AttentionSublayer(_ResidualHalf):
     """`LayerNorm(x + Dropout(MultiHeadSelfAttention(x)))`: a block's first half.
 
     `TransformerBlock` is this followed by a `FeedForwardSublayer`; ALBERT
@@ -41,6 +69,11 @@ class AttentionSublayer(keras.layers.Layer):
     Returns:
         `(output [batch, seq, hidden], attention_probs)`.
     """
+
+    _FIELDS = ("hidden_size", "num_attention_heads", "hidden_dropout_prob",
+               "attention_probs_dropout_prob") + _HALF_TAIL
+    # A pruned layer's head width (see `MultiHeadSelfAttention`).
+    _OPTIONAL_FIELDS = ("head_size",)
 
     def __init__(
         self,
@@ -56,23 +89,13 @@ class AttentionSublayer(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.hidden_size = hidden_size
-        self.num_attention_heads = num_attention_heads
-        # A pruned layer's head width (see `MultiHeadSelfAttention`).
-        self.head_size = head_size
-        self.hidden_dropout_prob = hidden_dropout_prob
-        self.attention_probs_dropout_prob = attention_probs_dropout_prob
-        self.initializer_range = initializer_range
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self.norm_first = norm_first
-        self.output_initializer_range = output_initializer_range
-        policy = self.dtype_policy
+        self._set_fields(locals())
         self.attention = MultiHeadSelfAttention(
             hidden_size,
             num_attention_heads,
             attention_probs_dropout_prob=attention_probs_dropout_prob,
             initializer_range=initializer_range,
-            dtype=policy,
+            dtype=self.dtype_policy,
             name="attention",
             **({} if head_size is None else {"head_size": head_size}),
         )
@@ -80,12 +103,7 @@ class AttentionSublayer(keras.layers.Layer):
             # GPT-2: residual projections scaled by 1/sqrt(2 x layers).
             self.attention.output_dense.kernel_initializer = truncated_normal_initializer(
                 output_initializer_range)
-        self.dropout = keras.layers.Dropout(
-            hidden_dropout_prob, dtype=policy, name="dropout"
-        )
-        self.layer_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_epsilon, dtype=policy, name="LayerNorm"
-        )
+        self._make_residual_layers()
 
     def build(self, input_shape=None):
         if self.built:
@@ -99,9 +117,8 @@ class AttentionSublayer(keras.layers.Layer):
         cache=None, return_cache=False, key_value_states=None, head_mask=None,
         return_scores=False,
     ):
-        inputs = self.layer_norm(hidden_states) if self.norm_first else hidden_states
         outputs = self.attention(
-            inputs,
+            self._normed_input(hidden_states),
             attention_mask=attention_mask,
             attention_bias=attention_bias,
             training=training,
@@ -111,36 +128,19 @@ class AttentionSublayer(keras.layers.Layer):
             **({} if head_mask is None else {"head_mask": head_mask}),
             **({"return_scores": True} if return_scores else {}),
         )
-        output = self.dropout(outputs[0], training=training)
-        output = output + hidden_states
-        if not self.norm_first:
-            output = self.layer_norm(output)
-        return (output,) + tuple(outputs[1:])
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            hidden_size=self.hidden_size,
-            num_attention_heads=self.num_attention_heads,
-            hidden_dropout_prob=self.hidden_dropout_prob,
-            attention_probs_dropout_prob=self.attention_probs_dropout_prob,
-            initializer_range=self.initializer_range,
-            layer_norm_epsilon=self.layer_norm_epsilon,
-            norm_first=self.norm_first,
-            output_initializer_range=self.output_initializer_range,
-        )
-        if self.head_size is not None:
-            config["head_size"] = self.head_size
-        return config
+        return (self._residual(outputs[0], hidden_states, training),) + tuple(outputs[1:])
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class FeedForwardSublayer(keras.layers.Layer):
+class FeedForwardSublayer(_ResidualHalf):
     """`LayerNorm(x + Dropout(Dense_out(act(Dense_in(x)))))`: a block's second half.
 
     Sub-layers: `intermediate` (`Dense(intermediate_size)`), `output_dense`
     (`Dense(hidden_size)`), `layer_norm`.
     """
+
+    _FIELDS = ("hidden_size", "intermediate_size", "hidden_act",
+               "hidden_dropout_prob") + _HALF_TAIL
 
     def __init__(
         self,
@@ -155,14 +155,7 @@ class FeedForwardSublayer(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.hidden_size = hidden_size
-        self.intermediate_size = intermediate_size
-        self.hidden_act = hidden_act
-        self.hidden_dropout_prob = hidden_dropout_prob
-        self.initializer_range = initializer_range
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self.norm_first = norm_first
-        self.output_initializer_range = output_initializer_range
+        self._set_fields(locals())
         self._activation = get_activation(hidden_act)
         policy = self.dtype_policy
         init = truncated_normal_initializer(initializer_range)
@@ -177,12 +170,7 @@ class FeedForwardSublayer(keras.layers.Layer):
                 else initializer_range),
             dtype=policy, name="output_dense"
         )
-        self.dropout = keras.layers.Dropout(
-            hidden_dropout_prob, dtype=policy, name="dropout"
-        )
-        self.layer_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_epsilon, dtype=policy, name="LayerNorm"
-        )
+        self._make_residual_layers()
 
     def build(self, input_shape=None):
         if self.built:
@@ -193,28 +181,53 @@ class FeedForwardSublayer(keras.layers.Layer):
         self.layer_norm.build(shape)
 
     def call(self, hidden_states, training=None):
-        inputs = self.layer_norm(hidden_states) if self.norm_first else hidden_states
+        inputs = self._normed_input(hidden_states)
         output = self.output_dense(self._activation(self.intermediate(inputs)))
-        output = self.dropout(output, training=training) + hidden_states
-        return output if self.norm_first else self.layer_norm(output)
+        return self._residual(output, hidden_states, training)
 
-    def get_config(self):
-        config = super().get_config()
-        config.update(
+
+# The arguments of both blocks, in the order of their configs.
+_BLOCK_FIELDS = ("hidden_size", "num_attention_heads", "intermediate_size", "hidden_act",
+                 "hidden_dropout_prob", "attention_probs_dropout_prob",
+                 "initializer_range", "layer_norm_epsilon")
+
+
+class _Block(LayerFields, keras.layers.Layer):
+    """What both blocks share: their halves' arguments and the halves made from them."""
+
+    _FIELDS = _BLOCK_FIELDS
+
+    def _half_arguments(self, **block_only):
+        """The arguments every half of this block takes (`block_only`: the block's own)."""
+        return dict(
             hidden_size=self.hidden_size,
-            intermediate_size=self.intermediate_size,
-            hidden_act=self.hidden_act,
             hidden_dropout_prob=self.hidden_dropout_prob,
             initializer_range=self.initializer_range,
             layer_norm_epsilon=self.layer_norm_epsilon,
-            norm_first=self.norm_first,
-            output_initializer_range=self.output_initializer_range,
+            **block_only,
+            dtype=self.dtype_policy,
         )
-        return config
+
+    def _attention_half(self, layer_class, name, common, **extra):
+        return layer_class(
+            num_attention_heads=self.num_attention_heads,
+            attention_probs_dropout_prob=self.attention_probs_dropout_prob,
+            name=name,
+            **extra,
+            **common,
+        )
+
+    def _ffn_half(self, common):
+        return FeedForwardSublayer(
+            intermediate_size=self.intermediate_size,
+            hidden_act=self.hidden_act,
+            name="ffn_sublayer",
+            **common,
+        )
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class TransformerBlock(keras.layers.Layer):
+class TransformerBlock(_Block):
     """One post-LayerNorm Transformer encoder block, as in BERT.
 
         a = LayerNorm(x + Dropout(Attention(x, mask)))      AttentionSublayer
@@ -249,6 +262,9 @@ class TransformerBlock(keras.layers.Layer):
         `(output [batch, seq, hidden], attention_probs)`.
     """
 
+    _FIELDS = _BLOCK_FIELDS + ("norm_first", "output_initializer_range")
+    _OPTIONAL_FIELDS = ("head_size",)
+
     def __init__(
         self,
         hidden_size,
@@ -265,39 +281,13 @@ class TransformerBlock(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.hidden_size = hidden_size
-        self.num_attention_heads = num_attention_heads
-        self.head_size = head_size
-        self.norm_first = norm_first
-        self.output_initializer_range = output_initializer_range
-        self.intermediate_size = intermediate_size
-        self.hidden_act = hidden_act
-        self.hidden_dropout_prob = hidden_dropout_prob
-        self.attention_probs_dropout_prob = attention_probs_dropout_prob
-        self.initializer_range = initializer_range
-        self.layer_norm_epsilon = layer_norm_epsilon
-        common = dict(
-            hidden_size=hidden_size,
-            hidden_dropout_prob=hidden_dropout_prob,
-            initializer_range=initializer_range,
-            layer_norm_epsilon=layer_norm_epsilon,
-            norm_first=norm_first,
-            output_initializer_range=output_initializer_range,
-            dtype=self.dtype_policy,
-        )
-        self.attention_sublayer = AttentionSublayer(
-            num_attention_heads=num_attention_heads,
-            attention_probs_dropout_prob=attention_probs_dropout_prob,
-            name="attention_sublayer",
-            **({} if head_size is None else {"head_size": head_size}),
-            **common,
-        )
-        self.ffn_sublayer = FeedForwardSublayer(
-            intermediate_size=intermediate_size,
-            hidden_act=hidden_act,
-            name="ffn_sublayer",
-            **common,
-        )
+        self._set_fields(locals())
+        common = self._half_arguments(
+            norm_first=norm_first, output_initializer_range=output_initializer_range)
+        self.attention_sublayer = self._attention_half(
+            AttentionSublayer, "attention_sublayer", common,
+            **({} if head_size is None else {"head_size": head_size}))
+        self.ffn_sublayer = self._ffn_half(common)
 
     def build(self, input_shape=None):
         if self.built:
@@ -324,24 +314,6 @@ class TransformerBlock(keras.layers.Layer):
 
     def compute_output_shape(self, input_shape):
         return self.attention_sublayer.attention.compute_output_shape(input_shape)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            hidden_size=self.hidden_size,
-            num_attention_heads=self.num_attention_heads,
-            intermediate_size=self.intermediate_size,
-            hidden_act=self.hidden_act,
-            hidden_dropout_prob=self.hidden_dropout_prob,
-            attention_probs_dropout_prob=self.attention_probs_dropout_prob,
-            initializer_range=self.initializer_range,
-            layer_norm_epsilon=self.layer_norm_epsilon,
-            norm_first=self.norm_first,
-            output_initializer_range=self.output_initializer_range,
-        )
-        if self.head_size is not None:
-            config["head_size"] = self.head_size
-        return config
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
@@ -370,7 +342,7 @@ class CrossAttentionSublayer(AttentionSublayer):
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class TransformerDecoderBlock(keras.layers.Layer):
+class TransformerDecoderBlock(_Block):
     """One post-LN encoder-decoder block: self-attention, cross-attention, feed-forward.
 
         a = LayerNorm(x + Dropout(SelfAttention(x, self_mask)))      AttentionSublayer
@@ -409,39 +381,13 @@ class TransformerDecoderBlock(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.hidden_size = hidden_size
-        self.num_attention_heads = num_attention_heads
-        self.intermediate_size = intermediate_size
-        self.hidden_act = hidden_act
-        self.hidden_dropout_prob = hidden_dropout_prob
-        self.attention_probs_dropout_prob = attention_probs_dropout_prob
-        self.initializer_range = initializer_range
-        self.layer_norm_epsilon = layer_norm_epsilon
-        common = dict(
-            hidden_size=hidden_size,
-            hidden_dropout_prob=hidden_dropout_prob,
-            initializer_range=initializer_range,
-            layer_norm_epsilon=layer_norm_epsilon,
-            dtype=self.dtype_policy,
-        )
-        self.attention_sublayer = AttentionSublayer(
-            num_attention_heads=num_attention_heads,
-            attention_probs_dropout_prob=attention_probs_dropout_prob,
-            name="attention_sublayer",
-            **common,
-        )
-        self.cross_attention_sublayer = CrossAttentionSublayer(
-            num_attention_heads=num_attention_heads,
-            attention_probs_dropout_prob=attention_probs_dropout_prob,
-            name="cross_attention_sublayer",
-            **common,
-        )
-        self.ffn_sublayer = FeedForwardSublayer(
-            intermediate_size=intermediate_size,
-            hidden_act=hidden_act,
-            name="ffn_sublayer",
-            **common,
-        )
+        self._set_fields(locals())
+        common = self._half_arguments()
+        self.attention_sublayer = self._attention_half(
+            AttentionSublayer, "attention_sublayer", common)
+        self.cross_attention_sublayer = self._attention_half(
+            CrossAttentionSublayer, "cross_attention_sublayer", common)
+        self.ffn_sublayer = self._ffn_half(common)
 
     def build(self, input_shape=None):
         if self.built:
@@ -458,17 +404,3 @@ class TransformerDecoderBlock(keras.layers.Layer):
         hidden, cross_probs = self.cross_attention_sublayer(
             hidden, memory, attention_mask=memory_mask, training=training)
         return self.ffn_sublayer(hidden, training=training), self_probs, cross_probs
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            hidden_size=self.hidden_size,
-            num_attention_heads=self.num_attention_heads,
-            intermediate_size=self.intermediate_size,
-            hidden_act=self.hidden_act,
-            hidden_dropout_prob=self.hidden_dropout_prob,
-            attention_probs_dropout_prob=self.attention_probs_dropout_prob,
-            initializer_range=self.initializer_range,
-            layer_norm_epsilon=self.layer_norm_epsilon,
-        )
-        return config
