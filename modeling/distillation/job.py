@@ -80,6 +80,7 @@ from modeling.distillation.students import DistillationError
 from modeling.objectives.base import BertPretrainer
 from modeling.tasks import FineTuningTask
 from modeling.tasks import classifier_job
+from modeling.tasks import length_batching
 from modeling.tasks.classification import BertClassifier
 from modeling.training import job as job_lib
 from modeling.training import settings
@@ -97,7 +98,7 @@ _HEAD_NAMES = ("output_weights", "output_bias")
 
 
 @dataclasses.dataclass
-class DistillationJob(settings.TrainerSettings):
+class DistillationJob(settings.TrainerSettings, input_pipeline.LengthBatchingSettings):
     """Everything a distillation run needs; the fields are `run_distillation.py`'s flags."""
 
     style: str = option(
@@ -530,6 +531,7 @@ class DistillationRunner(job_lib.JobRunner):
             self.check_training_values()
         except validation.TrainingValueError as e:
             raise DistillationError(str(e)) from None
+        input_pipeline.check_length_batching(job, DistillationError)
         for path in paths + _list(job.student_init_checkpoint):
             try:
                 checkpoints.resolve_checkpoint(path)
@@ -669,24 +671,28 @@ class DistillationRunner(job_lib.JobRunner):
     def train_input_fn(self):
         job = self.job
         if self.mlm:
-            return input_pipeline.pretraining_input_fn_builder(
+            base = input_pipeline.pretraining_input_fn_builder(
                 self.train_files, job.max_seq_length, job.max_predictions_per_seq, True,
                 job.train_batch_size, seed=job.seed)
-        return _train_input_fn(self.train_record, self.transfer_record, job.max_seq_length,
-                               job.train_batch_size, self.num_train_examples, job.seed)
+        else:
+            base = _train_input_fn(self.train_record, self.transfer_record, job.max_seq_length,
+                                   job.train_batch_size, self.num_train_examples, job.seed)
+        # Batches cut to their bucketed length (masked positions are real tokens).
+        return length_batching.input_fn(job, base, job.train_batch_size, length_batching.TRAIN)
 
     def _eval_input_fn(self):
         job = self.job
         if not self.mlm:
-            return processors_lib.file_based_input_fn_builder(
+            base = processors_lib.file_based_input_fn_builder(
                 self.eval_record, job.max_seq_length, is_training=False, drop_remainder=True,
                 batch_size=job.eval_batch_size, seed=job.seed)
-
-        def eval_input_fn(input_context=None):
-            return input_pipeline.pretraining_dataset(
-                self.eval_files, job.max_seq_length, job.max_predictions_per_seq,
-                job.eval_batch_size, False, input_context=input_context, drop_remainder=False)
-        return eval_input_fn
+        else:
+            def base(input_context=None):
+                return input_pipeline.pretraining_dataset(
+                    self.eval_files, job.max_seq_length, job.max_predictions_per_seq,
+                    job.eval_batch_size, False, input_context=input_context,
+                    drop_remainder=False)
+        return length_batching.input_fn(job, base, job.eval_batch_size, length_batching.EVAL)
 
     # ----- the models ----------------------------------------------------------------------
 

@@ -158,28 +158,35 @@ def folder_features(folder, settings, layers):
     if settings.batch_size < 1:
         raise ValueError("--batch_size=%d: expected at least 1" % settings.batch_size)
 
+    def run_batch(rows):
+        chunk = [encoded[i] for i in rows]
+        features = _batch(chunk, tokenizer.pad_id)
+        outputs = compiled(features)
+        all_layers = outputs["encoder_outputs"]
+        mask = features["input_mask"].astype(np.float32)
+        last = outputs["sequence_output"]
+        mean = (last * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1.0)
+        records = []
+        for row, (index_, item) in enumerate(zip(rows, chunk)):
+            tokens = tokenizer.convert_ids_to_tokens(item.input_ids)
+            record = {"linex_index": index_, "features": [
+                {"token": token,
+                 "layers": [{"index": index,
+                             "values": [round(float(x), 6) for x in all_layers[index][row, i]]}
+                            for index in layers]}
+                for i, token in enumerate(tokens)]}
+            if "pooled_output" in outputs and pooler_loaded:
+                record["pooled_output"] = [round(float(x), 6)
+                                           for x in outputs["pooled_output"][row]]
+            record["mean_pooled_output"] = [round(float(x), 6) for x in mean[row]]
+            records.append(record)
+        return records
+
     def records():
-        for start in range(0, len(encoded), settings.batch_size):
-            chunk = encoded[start:start + settings.batch_size]
-            features = _batch(chunk, tokenizer.pad_id)
-            outputs = compiled(features)
-            all_layers = outputs["encoder_outputs"]
-            mask = features["input_mask"].astype(np.float32)
-            last = outputs["sequence_output"]
-            mean = (last * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1.0)
-            for row, item in enumerate(chunk):
-                tokens = tokenizer.convert_ids_to_tokens(item.input_ids)
-                record = {"linex_index": start + row, "features": [
-                    {"token": token,
-                     "layers": [{"index": index,
-                                 "values": [round(float(x), 6) for x in all_layers[index][row, i]]}
-                                for index in layers]}
-                    for i, token in enumerate(tokens)]}
-                if "pooled_output" in outputs and pooler_loaded:
-                    record["pooled_output"] = [round(float(x), 6)
-                                               for x in outputs["pooled_output"][row]]
-                record["mean_pooled_output"] = [round(float(x), 6) for x in mean[row]]
-                yield record
+        # Grouped by length (each batch padded to its longest text), in input order.
+        yield from inference.in_input_order([len(e.input_ids) for e in encoded],
+                                            settings.batch_size, run_batch,
+                                            getattr(settings, "group_by_length", True))
 
     return texts, records(), "features"
 

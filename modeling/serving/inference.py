@@ -360,6 +360,9 @@ class FeatureExtractionSettings:
     precision: str = option(
         "fp32", "bf16: compute in bfloat16 (float32 weights; faster on CPUs with "
         "AVX512-BF16 or AMX, and on GPUs/TPUs).", choices=PRECISIONS)
+    group_by_length: bool = option(
+        True, "Batch texts of similar length together (each batch padded to its longest "
+        "text); the output stays in input order with the same values.")
 
     def layer_indexes(self):
         """`layers` as integers (None: not given, the family's default)."""
@@ -373,7 +376,7 @@ class FeatureExtractionSettings:
 
 
 def extract_features(encoder, tokenizer, texts, layers=(-1, -2, -3, -4), max_seq_length=128,
-                     batch_size=32, precision="fp32"):
+                     batch_size=32, precision="fp32", group_by_length=True):
     """Google's extract_features output, plus pooled and mean-pooled vectors.
 
     Args:
@@ -381,10 +384,15 @@ def extract_features(encoder, tokenizer, texts, layers=(-1, -2, -3, -4), max_seq
       texts: strings; ``text_a ||| text_b`` for pairs.
       layers: layer indexes into the encoder's layer outputs (-1 = last).
       precision: "fp32" or "bf16" (see `Encoder`).
+      group_by_length: batch texts of similar length together (each batch
+        is padded to its longest text only), in windows of
+        `GROUP_WINDOW_BATCHES` batches; the outputs still come in input
+        order, with the same values.
 
     Yields:
-      one dict per text: ``{"linex_index", "features": [{"token", "layers":
-      [{"index", "values"}]}], "pooled_output", "mean_pooled_output"}``.
+      one dict per text, in input order: ``{"linex_index", "features":
+      [{"token", "layers": [{"index", "values"}]}], "pooled_output",
+      "mean_pooled_output"}``.
     """
     packed = []
     for text in texts:
@@ -393,27 +401,61 @@ def extract_features(encoder, tokenizer, texts, layers=(-1, -2, -3, -4), max_seq
                                    tokenizer.tokenize(text_b.strip()) if text_b else None,
                                    max_seq_length))
     compiled = Encoder(encoder, precision)
-    for start in range(0, len(packed), batch_size):
-        chunk = packed[start:start + batch_size]
+
+    def run_batch(rows):
+        chunk = [packed[i] for i in rows]
         features = _batch_features([t for t, _ in chunk], [s for _, s in chunk], tokenizer,
                                    max(len(t) for t, _ in chunk))
         outputs = compiled(features)
-        all_layers = outputs["encoder_outputs"]
-        pooled = outputs["pooled_output"]
-        mask = features["input_mask"].numpy().astype(np.float32)
-        last = outputs["sequence_output"]
-        mean = (last * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1.0)
-        for row, (tokens, _) in enumerate(chunk):
-            token_features = []
-            for i, token in enumerate(tokens):
-                token_features.append({
-                    "token": token,
-                    "layers": [{"index": index,
-                                "values": [round(float(x), 6) for x in all_layers[index][row, i]]}
-                               for index in layers]})
-            yield {"linex_index": start + row, "features": token_features,
-                   "pooled_output": [round(float(x), 6) for x in pooled[row]],
-                   "mean_pooled_output": [round(float(x), 6) for x in mean[row]]}
+        return [_feature_record(index, packed[index][0], outputs, features, row, layers)
+                for row, index in enumerate(rows)]
+
+    return in_input_order([len(tokens) for tokens, _ in packed], batch_size, run_batch,
+                          group_by_length)
+
+
+def in_input_order(lengths, batch_size, run_batch, group_by_length=True):
+    """Yields `run_batch(indexes)`'s per-row results in input order.
+
+    Rows are batched `batch_size` at a time; with `group_by_length`, within
+    windows of `GROUP_WINDOW_BATCHES` batches the longest rows go together
+    (ties in input order), so that each batch, padded to its longest row,
+    carries little padding; the results are put back in input order.
+    """
+    window = batch_size * (GROUP_WINDOW_BATCHES if group_by_length else 1)
+    for window_start in range(0, len(lengths), window):
+        indexes = list(range(window_start, min(window_start + window, len(lengths))))
+        if group_by_length:
+            indexes.sort(key=lambda i: -lengths[i])
+        done = {}
+        for start in range(0, len(indexes), batch_size):
+            rows = indexes[start:start + batch_size]
+            done.update(zip(rows, run_batch(rows)))
+        for index in range(window_start, window_start + len(indexes)):
+            yield done.pop(index)
+
+
+# Texts grouped by length together: this many batches at a time (HF's
+# length-grouped sampler sorts "mega-batches" of 50 batches).
+GROUP_WINDOW_BATCHES = 50
+
+
+def _feature_record(index, tokens, outputs, features, row, layers):
+    """One text's `extract_features` dict from row `row` of a batch's outputs."""
+    all_layers = outputs["encoder_outputs"]
+    mask = features["input_mask"].numpy()[row].astype(np.float32)
+    last = outputs["sequence_output"][row]
+    mean = (last * mask[:, None]).sum(0) / max(mask.sum(), 1.0)
+    token_features = []
+    for i, token in enumerate(tokens):
+        token_features.append({
+            "token": token,
+            "layers": [{"index": index_,
+                        "values": [round(float(x), 6) for x in all_layers[index_][row, i]]}
+                       for index_ in layers]})
+    return {"linex_index": index, "features": token_features,
+            "pooled_output": [round(float(x), 6) for x in outputs["pooled_output"][row]],
+            "mean_pooled_output": [round(float(x), 6) for x in mean]}
 
 
 def encoder_features_from_files(family, settings, layers):
@@ -445,4 +487,5 @@ def encoder_features_from_files(family, settings, layers):
     encoder = family.build_encoder(config)
     checkpoints.init_from_checkpoint(encoder, settings.init_checkpoint)
     return texts, extract_features(encoder, tokenizer, texts, layers, settings.max_seq_length,
-                                   settings.batch_size, settings.precision), "features"
+                                   settings.batch_size, settings.precision,
+                                   getattr(settings, "group_by_length", True)), "features"

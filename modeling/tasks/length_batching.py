@@ -56,20 +56,19 @@ class PaddedOutputs:
 
 
 def predict(trainer, predict_input_fn, output_names, job, sequence_outputs=(), pad_value=0.0):
-    """`trainer.predict`, in input order, for an input function made by `input_fn(..., PREDICT)`.
+    """`trainer.predict` of an input function made by `input_fn`, in input order.
 
     `sequence_outputs`: outputs with a position axis (`[batch, length]`),
-    padded back to `job.max_seq_length` with `pad_value`.
+    padded back to `job.max_seq_length` with `pad_value` when batches are
+    trimmed (so that batches of different widths stack).
     """
-    if not getattr(predict_input_fn, "keeps_order", False):  # not grouped: as it is
-        return trainer.predict(predict_input_fn, output_names, restore=False)
+    keeps_order = getattr(predict_input_fn, "keeps_order", False)
+    names = list(output_names) + ([input_pipeline.ORDER_FEATURE] if keeps_order else [])
     model = trainer.model
-    if sequence_outputs:
+    if sequence_outputs and getattr(job, "trim_batches", True):
         trainer.model = PaddedOutputs(model, sequence_outputs, job.max_seq_length, pad_value)
     try:
-        outputs = trainer.predict(predict_input_fn,
-                                  list(output_names) + [input_pipeline.ORDER_FEATURE],
-                                  restore=False)
+        outputs = trainer.predict(predict_input_fn, names, restore=False)
     finally:
         trainer.model = model
-    return input_pipeline.restore_input_order(outputs)
+    return input_pipeline.restore_input_order(outputs) if keeps_order else outputs

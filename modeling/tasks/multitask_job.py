@@ -76,6 +76,7 @@ from modeling.checkpoints import object_based
 from modeling.tasks import FineTuningTask
 from modeling.tasks import classification as classifier_lib
 from modeling.tasks import classifier_job
+from modeling.tasks import length_batching
 from modeling.tasks import multitask as model_lib
 from modeling.tasks import ner_job
 from modeling.tasks import san as san_lib
@@ -119,7 +120,7 @@ SPAN_QA_PROCESSORS = ("squad",)
 
 
 @dataclasses.dataclass
-class MultitaskJob(settings.TrainerSettings):
+class MultitaskJob(settings.TrainerSettings, input_pipeline_lib.LengthBatchingSettings):
     """Everything a multi-task run needs; the fields are `run_multitask.py`'s flags."""
 
     task_list_file: Optional[str] = option(
@@ -334,33 +335,46 @@ def create_optimizer(job, num_train_steps, num_warmup_steps):
 # ------------------------------------------------------------------- input
 
 
-def _task_input(task, seq, rows, is_training, seed, input_context=None, soft_width=None):
+# Every sequence key of a multi-task batch is padded with `input_mask` (ranking
+# candidates are rows of their own there).
+UNION_GROUPS = (("input_mask", data_lib.SEQUENCE_KEYS),)
+
+
+def _task_input(task, seq, rows, is_training, seed, input_context=None, soft_width=None,
+                trim=False):
     path = task.train_file if is_training else task.dev_file
-    return data_lib.task_dataset(path, task.spec_fn(seq, is_training), task.task_id, task.head, seq,
-                                 task.batch_size(rows), is_training,
-                                 input_context=input_context, seed=seed,
-                                 num_choices=task.num_choices, soft_width=soft_width)
+    dataset = data_lib.task_dataset(path, task.spec_fn(seq, is_training), task.task_id,
+                                    task.head, seq, task.batch_size(rows), is_training,
+                                    input_context=input_context, seed=seed,
+                                    num_choices=task.num_choices, soft_width=soft_width)
+    if trim:  # each task's batches cut to their bucketed length (`length_batching`)
+        dataset = dataset.map(
+            lambda f: input_pipeline_lib.trim_batch(f, seq, UNION_GROUPS),
+            num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return dataset
 
 
-def train_input_fn(tasks, probabilities, seq, batch_size, seed=None, soft_width=None):
+def train_input_fn(tasks, probabilities, seq, batch_size, seed=None, soft_width=None,
+                   trim=False):
     """`input_fn(input_context)`: batches of one task each, tasks drawn with `probabilities`
-    (with `soft_width`, the teachers' soft targets in every batch)."""
+    (with `soft_width`, the teachers' soft targets in every batch; `trim`: every batch cut
+    to its bucketed length, `data.input_pipeline.trim_batch`)."""
 
     def input_fn(input_context=None):
         datasets = [_task_input(task, seq, batch_size, True,
                                 None if seed is None else seed + task.task_id, input_context,
-                                soft_width=soft_width)
+                                soft_width=soft_width, trim=trim)
                     for task in tasks]
         return data_lib.sampling_dataset(datasets, probabilities, seed=seed)
 
     return input_fn
 
 
-def eval_input_fn(tasks, seq, batch_size):
+def eval_input_fn(tasks, seq, batch_size, trim=False):
     """`input_fn`: every task's dev set, one after another (each batch one task)."""
 
     def input_fn(input_context=None):
-        datasets = [_task_input(task, seq, batch_size, False, None, input_context)
+        datasets = [_task_input(task, seq, batch_size, False, None, input_context, trim=trim)
                     for task in tasks]
         dataset = datasets[0]
         for other in datasets[1:]:
@@ -408,6 +422,12 @@ class MultitaskRunner(job_lib.JobRunner):
             raise MultitaskJobError("--num_train_steps=%d: expected a positive number of "
                                     "updates" % job.num_train_steps)
         self.check_positive("train_batch_size", "eval_batch_size", "gradient_accumulation_steps")
+        input_pipeline_lib.check_length_batching(job, MultitaskJobError)
+        if job.group_by_length:
+            raise MultitaskJobError(
+                "--group_by_length: run_multitask draws each batch from one task's own stream "
+                "(MT-DNN's sampling) and does not regroup them; batches are still cut to "
+                "their length (--trim_batches)")
         try:
             tokenization.validate_case_matches_checkpoint(job.do_lower_case, job.init_checkpoint)
         except ValueError as e:
@@ -872,14 +892,15 @@ class MultitaskRunner(job_lib.JobRunner):
         job = self.job
         return train_input_fn(self.tasks, self.probabilities, job.max_seq_length,
                               job.train_batch_size, seed=job.seed,
-                              soft_width=getattr(self, "soft_width", None))
+                              soft_width=getattr(self, "soft_width", None),
+                              trim=job.trim_batches)
 
     # ----- evaluation --------------------------------------------------------------------
 
     def _dev_input(self, task):
         job = self.job
         return lambda ctx: _task_input(task, job.max_seq_length, job.eval_batch_size, False,
-                                       None, ctx)
+                                       None, ctx, trim=job.trim_batches)
 
     def evaluate(self, trainer):
         job, tasks = self.job, self.tasks
@@ -888,7 +909,8 @@ class MultitaskRunner(job_lib.JobRunner):
         scored = [task for task in tasks if task.head != data_lib.SPAN_QA]
         results = {"global_step": trainer.current_step()}
         if scored:
-            raw = trainer.evaluate(eval_input_fn(scored, job.max_seq_length, job.eval_batch_size),
+            raw = trainer.evaluate(eval_input_fn(scored, job.max_seq_length, job.eval_batch_size,
+                                                 trim=job.trim_batches),
                                    max_steps=None, restore=False)
             results = {"global_step": raw.pop("global_step"), "eval_loss": raw.pop("loss")}
             names = {task.name for task in scored}
@@ -919,7 +941,8 @@ class MultitaskRunner(job_lib.JobRunner):
             return self._span_scores(trainer, task)
         if task.head == data_lib.TAGGING:
             name = task.name + "/predicted_ids"
-            predicted = trainer.predict(self._dev_input(task), [name], restore=False)[name]
+            predicted = length_batching.predict(trainer, self._dev_input(task), [name], self.job,
+                                                sequence_outputs=[name])[name]
             tags = ner_job.tags_of(task.dev_sentences, task.dev_features, predicted,
                                    task.label_list)
             scores = seqeval.entity_scores([s.tags for s in task.dev_sentences], tags)
@@ -939,7 +962,8 @@ class MultitaskRunner(job_lib.JobRunner):
         """The dev windows' logits decoded into answers by the task's `SquadRunner`
         (run_squad.py's way), written to ``<task>/predictions.json``; EM and F1."""
         names = [task.name + "/start_logits", task.name + "/end_logits"]
-        outputs = trainer.predict(self._dev_input(task), names, restore=False)
+        outputs = length_batching.predict(trainer, self._dev_input(task), names, self.job,
+                                          sequence_outputs=names, pad_value=-10000.0)
         features, part = task.dev_features, task.runner
         if len(outputs[names[0]]) != len(features):
             raise MultitaskJobError("%s: predicted %d windows but the dev set has %d"

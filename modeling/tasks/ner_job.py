@@ -45,10 +45,12 @@ from typing import Optional
 from absl import logging
 
 from data import atomic
+from data import input_pipeline
 from data import tokenization
 from data.processors import conll
 from modeling import registry
 from modeling.tasks import FineTuningTask
+from modeling.tasks import length_batching
 from modeling.tasks import seqeval
 from modeling.tasks import tagging
 from modeling.tasks.input_formats import ClassifierJobError
@@ -63,8 +65,12 @@ NerJobError = ClassifierJobError
 LABEL_LIST_FILE = "label_list.txt"
 
 
+# Every tagging feature is padded with `input_mask` (`conll.FEATURE_NAMES`).
+TAGGING_GROUPS = (("input_mask", conll.FEATURE_NAMES),)
+
+
 @dataclasses.dataclass
-class NerJob(settings.TrainerSettings):
+class NerJob(settings.TrainerSettings, input_pipeline.LengthBatchingSettings):
     """Everything a tagging run needs; the fields are `run_ner.py`'s flags."""
 
     model_family: str = option("bert", "The encoder's model family (bert, albert, ...).")
@@ -155,6 +161,7 @@ class NerRunner(job_lib.JobRunner):
         self.check_positive("train_batch_size", "eval_batch_size", "predict_batch_size",
                             "gradient_accumulation_steps")
         self.check_training_values()
+        input_pipeline.check_length_batching(job, NerJobError)
         # A model folder's own tokenizer (RoBERTa's BPE, ...), else Google's WordPiece.
         self.tokenizer = self.folder_tokenizer(self.config)
         if self.tokenizer is None:
@@ -225,10 +232,17 @@ class NerRunner(job_lib.JobRunner):
                                            self.tokenizer, os.path.join(self.job.output_dir, name),
                                            multiple)
 
-    def _input_fn(self, name, batch_size, is_training):
-        return conll.tagging_input_fn_builder(os.path.join(self.job.output_dir, name),
+    def _input_fn(self, name, batch_size, is_training, mode=None):
+        base = conll.tagging_input_fn_builder(os.path.join(self.job.output_dir, name),
                                               self.job.max_seq_length, is_training, batch_size,
                                               seed=self.job.seed)
+        mode = mode or (length_batching.TRAIN if is_training else length_batching.EVAL)
+        return length_batching.input_fn(self.job, base, batch_size, mode, groups=TAGGING_GROUPS)
+
+    def _predicted_ids(self, trainer, input_fn):
+        """`predicted_ids` `[examples, max_seq_length]`, in input order."""
+        return length_batching.predict(trainer, input_fn, ["predicted_ids"], self.job,
+                                       sequence_outputs=["predicted_ids"])["predicted_ids"]
 
     def build_model(self):
         return tagging.BertTagger.from_config_object(self.config,
@@ -243,7 +257,7 @@ class NerRunner(job_lib.JobRunner):
         eval_fn = self._input_fn("eval.tf_record", job.eval_batch_size, False)
         results = job_lib.eval_results_from(trainer.evaluate(eval_fn, max_steps=None,
                                                              restore=False))
-        predicted = trainer.predict(eval_fn, ["predicted_ids"], restore=False)["predicted_ids"]
+        predicted = self._predicted_ids(trainer, eval_fn)
         tags = tags_of(dev, self.dev_features, predicted, self.label_list)
         scores = seqeval.entity_scores([s.tags for s in dev], tags)
         results.update(_flat_scores(scores, "eval_"))
@@ -257,9 +271,8 @@ class NerRunner(job_lib.JobRunner):
 
     def predict(self, trainer):
         job, test = self.job, self.test
-        predicted = trainer.predict(self._input_fn("predict.tf_record", job.predict_batch_size,
-                                                   False),
-                                    ["predicted_ids"], restore=False)["predicted_ids"]
+        predicted = self._predicted_ids(trainer, self._input_fn(
+            "predict.tf_record", job.predict_batch_size, False, length_batching.PREDICT))
         tags = tags_of(test, self.test_features, predicted, self.label_list)
         path = os.path.join(job.output_dir, "test_predictions.txt")
         scores = seqeval.entity_scores([s.tags for s in test], tags)

@@ -47,11 +47,14 @@ from typing import Optional
 from absl import logging
 import numpy as np
 
+from data import input_pipeline
 from data import tokenization
 from data.processors import pairs
 from modeling import registry
 from modeling.tasks import FineTuningTask
 from modeling.tasks import classification
+from modeling.tasks import input_formats
+from modeling.tasks import length_batching
 from modeling.tasks import siamese
 from modeling.tasks.input_formats import ClassifierJobError
 from modeling.training import job as job_lib
@@ -67,8 +70,13 @@ LABEL_LIST_FILE = "label_list.txt"
 _LABEL_KIND = {"in_batch": "none", "softmax": "class", "cosine": "float"}
 
 
+# Each text of a pair is padded on its own (`pairs.pair_feature_spec`): cut on its own.
+PAIR_GROUPS = tuple((prefix + "input_mask", tuple(prefix + name for name in (
+    "input_ids", "input_mask", "segment_ids"))) for prefix in ("a_", "b_"))
+
+
 @dataclasses.dataclass
-class SiameseJob(settings.TrainerSettings):
+class SiameseJob(settings.TrainerSettings, input_pipeline.LengthBatchingSettings):
     """Everything a bi-encoder run needs; the fields are `run_siamese.py`'s flags."""
 
     model_family: str = option("bert", "The encoder's model family (bert, albert, ...).")
@@ -174,6 +182,7 @@ class SiameseRunner(job_lib.JobRunner):
             raise SiameseJobError("--loss=in_batch needs --train_batch_size of at least 2 (the "
                                   "other pairs of the batch are the negatives).")
         self.check_training_values()
+        input_pipeline.check_length_batching(job, SiameseJobError)
         # A model folder's own tokenizer (RoBERTa's BPE, ...), else Google's WordPiece.
         self.tokenizer = self.folder_tokenizer(self.config)
         if self.tokenizer is None:
@@ -211,9 +220,12 @@ class SiameseRunner(job_lib.JobRunner):
 
     def _input_fn(self, name, batch_size, is_training):
         job = self.job
-        return pairs.pair_input_fn_builder(os.path.join(job.output_dir, name), job.max_seq_length,
+        base = pairs.pair_input_fn_builder(os.path.join(job.output_dir, name), job.max_seq_length,
                                            is_training, batch_size, _LABEL_KIND[job.loss],
                                            seed=job.seed)
+        return length_batching.input_fn(
+            job, base, batch_size, length_batching.TRAIN if is_training else length_batching.EVAL,
+            groups=PAIR_GROUPS)
 
     def prepare(self):
         job = self.job

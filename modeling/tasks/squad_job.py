@@ -37,11 +37,13 @@ from absl import logging
 import tensorflow as tf
 
 from data import atomic
+from data import input_pipeline
 from data import squad
 from data import tokenization
 from modeling import registry
 from modeling.tasks import FineTuningTask
 from modeling.tasks import input_formats
+from modeling.tasks import length_batching
 from modeling.tasks import span_qa
 from modeling.tasks.input_formats import ClassifierJobError
 from modeling.training import job as job_lib
@@ -54,7 +56,7 @@ SquadJobError = ClassifierJobError
 
 
 @dataclasses.dataclass
-class SquadJob(settings.TrainerSettings):
+class SquadJob(settings.TrainerSettings, input_pipeline.LengthBatchingSettings):
     """Everything a SQuAD run needs; the fields are `run_squad.py`'s flags."""
 
     model_family: str = option(
@@ -156,6 +158,7 @@ class SquadRunner(job_lib.JobRunner):
             raise SquadJobError(str(e)) from e
         self.family, self.config = self.load_family_config()
         self.check_training_values()
+        input_pipeline.check_length_batching(job, SquadJobError)
         self.check_files("vocab_file")
         # A model folder's own tokenizer and framing (RoBERTa's BPE, ALBERT's
         # SentencePiece), else Google's WordPiece.
@@ -234,8 +237,10 @@ class SquadRunner(job_lib.JobRunner):
 
     def train_input_fn(self):
         job = self.job
-        return squad.input_fn_builder(self._record("train.tf_record"), job.max_seq_length, True,
-                                      job.train_batch_size, seed=job.seed)
+        return length_batching.input_fn(
+            job, squad.input_fn_builder(self._record("train.tf_record"), job.max_seq_length, True,
+                                        job.train_batch_size, seed=job.seed),
+            job.train_batch_size, length_batching.TRAIN)
 
     def predict(self, trainer):
         """(predictions, nbest, null_odds, scores); the scores ({} without gold answers)."""
@@ -243,10 +248,15 @@ class SquadRunner(job_lib.JobRunner):
         logging.info("***** Running predictions *****")
         logging.info("  Num orig examples = %d", len(examples))
         logging.info("  Num split examples = %d", len(features))
-        outputs = trainer.predict(
-            squad.input_fn_builder(self._record("eval.tf_record"), job.max_seq_length, False,
-                                   job.predict_batch_size),
-            ["unique_ids", "start_logits", "end_logits"], restore=False)
+        # Windows grouped by length and trimmed; logits padded back with the
+        # model's padding logit, outputs in window order.
+        predict_fn = length_batching.input_fn(
+            job, squad.input_fn_builder(self._record("eval.tf_record"), job.max_seq_length, False,
+                                        job.predict_batch_size),
+            job.predict_batch_size, length_batching.PREDICT)
+        outputs = length_batching.predict(
+            trainer, predict_fn, ["unique_ids", "start_logits", "end_logits"], job,
+            sequence_outputs=["start_logits", "end_logits"], pad_value=-10000.0)
         results = squad.stack_results(outputs["unique_ids"], outputs["start_logits"],
                                       outputs["end_logits"])
         if len(results) != len(features):
