@@ -19,7 +19,11 @@ sentence of 30 word pieces (latency) and a batch of 32 such sentences
 Every case runs in a fresh process; a round runs every case once, in turn;
 per-call times are recorded raw and the median is the figure. Our bf16 case
 also records the largest difference of its outputs from fp32 on the same
-weights. Results go to `benchmarks/results/bench_inference.jsonl`.
+weights. Each run first measures the machine's matrix-product peak
+(`common.machine_peak`); every case's model FLOPs utilisation is
+`flops_per_sentence()` (`common.bert_flops`, forward only: sequence and pooled
+outputs) times sentences per second over the peak of its precision.
+Results go to `benchmarks/results/bench_inference.jsonl`.
 """
 
 import argparse
@@ -44,6 +48,11 @@ CASES = [
     ("keras_hub", "fp32"), ("keras_hub", "bf16"),
     ("hf_torch", "fp32"), ("hf_torch_compile", "fp32"), ("hf_torch", "bf16"),
 ]
+
+
+def flops_per_sentence(tokens=TOKENS):
+    """Matrix-product FLOPs of one BERT-base forward pass (`common.bert_flops`)."""
+    return common.bert_flops(12, 768, 3072, tokens, training=False, next_sentence=False)
 
 
 def _ids(batch, seed=0):
@@ -181,7 +190,15 @@ def main():
     machine = common.machine_info()
     versions = common.library_versions(("tensorflow", "keras", "keras_hub", "torch",
                                         "transformers", "numpy"))
+    peak = common.measure_peak()
+    flops = flops_per_sentence()
+    print("machine kind %s; peak %s GFLOP/s fp32, %s bf16; %.2f GFLOP per sentence of %d "
+          "tokens (%s)" % (machine["kind"], peak.get("fp32_gflops"), peak.get("bf16_gflops"),
+                           flops / 1e9, TOKENS, common.FLOP_FORMULA))
+    latencies = {}
     for round_index in range(args.rounds):
+        if round_index:  # before every round: the best the machine shows in the run
+            peak = common.best_peak(peak, common.measure_peak())
         for case in cases:
             result = common.run_child(__file__, case, ["--calls=%d" % args.calls], cwd=REPO)
             if result is None:
@@ -192,12 +209,27 @@ def main():
                       "single_seconds": result["single"], "batched_seconds": result["batched"],
                       "latency_ms": 1000 * statistics.median(result["single"]),
                       "batched_seq_per_sec": BATCH / statistics.median(result["batched"]),
-                      "machine": machine, "versions": versions}
+                      "flops_per_sentence": flops,
+                      "machine": machine, "peak": peak, "versions": versions,
+                      "load_average": list(os.getloadavg())}
+            record["mfu_single"] = common.mfu(flops, record["latency_ms"] / 1000, peak, case[1])
+            record["mfu_batched"] = common.mfu(flops * record["batched_seq_per_sec"], 1.0,
+                                               peak, case[1])
             record.update(result["extra"])
             common.append_result("bench_inference", record)
-            print("round %d  %-18s %-5s %7.1f ms/sentence  %7.1f seq/s batched %s" % (
-                round_index, case[0], case[1], record["latency_ms"],
-                record["batched_seq_per_sec"], result["extra"] or ""), flush=True)
+            latencies.setdefault(case, []).append(record["latency_ms"])
+            base = latencies.get(("hf_torch", "fp32"))
+            ratio = ("%.2fx HF eager fp32" % (statistics.median(base) / record["latency_ms"])
+                     if base else "")
+            print("round %d  %-18s %-5s %7.1f ms/sentence %-20s MFU %s  %7.1f seq/s batched "
+                  "MFU %s %s" % (
+                      round_index, case[0], case[1], record["latency_ms"], ratio,
+                      _percent(record["mfu_single"]), record["batched_seq_per_sec"],
+                      _percent(record["mfu_batched"]), result["extra"] or ""), flush=True)
+
+
+def _percent(value):
+    return "-" if value is None else "%.0f%%" % (100 * value)
 
 
 if __name__ == "__main__":

@@ -22,10 +22,14 @@ measurement runs in a fresh process; a round runs every case once, in turn, so
 that a burst of other work on the machine hits all of them; per-step times
 are recorded raw and the median of a case's steps is its figure. Memory: the
 process's peak RSS, and that minus the RSS after imports and model build
-(what the training itself costs). Results go to
-`benchmarks/results/bench_training.jsonl` (one line per measurement, with the
-machine and library versions) and `benchmarks/report.py` turns them into the
-tables of docs/benchmarks.md.
+(what the training itself costs). Each run first measures the machine's
+matrix-product peak (`common.machine_peak`: fp32, and bf16 where the CPU has
+bf16 units) and every case's model FLOPs utilisation is its achieved FLOP/s
+(`common.bert_flops`, printed at the start) over the peak of the precision
+it runs in. Results go to `benchmarks/results/bench_training.jsonl` (one line
+per measurement, with the machine, its peak and library versions) and
+`benchmarks/report.py` turns them into the tables of docs/benchmarks.md and
+docs/speed.md, one per machine kind.
 """
 
 import argparse
@@ -75,7 +79,24 @@ CASE_SETS = {
         ("keras_hub", "bert_base", 8, "bf16", "on", 1),
         ("hf_torch", "bert_base", 8, "bf16", "off", 1),
     ],
+    # BERT-base only, what each flag is worth (no keras-hub: its XLA compile
+    # alone takes minutes): python benchmarks/bench_training.py --cases=base
+    "base": [
+        ("ours", "bert_base", 8, "fp32", "default", "default"),
+        ("ours", "bert_base", 8, "fp32", "off", 1),
+        ("ours", "bert_base", 8, "fp32", "on", 1),
+        ("hf_torch", "bert_base", 8, "fp32", "off", 1),
+        ("ours", "bert_base", 8, "bf16", "default", "default"),
+        ("ours", "bert_base", 8, "bf16", "off", 1),
+        ("hf_torch", "bert_base", 8, "bf16", "off", 1),
+    ],
 }
+
+
+def flops_per_sequence(size):
+    """Matrix-product FLOPs of one trained sequence of `size` (`common.bert_flops`)."""
+    layers, hidden, _, inner = SIZES[size]
+    return common.bert_flops(layers, hidden, inner, SEQ, VOCAB, PRED, training=True)
 
 
 # Rows that show what the CPU settings of `modeling.training.cpu_runtime` are
@@ -109,14 +130,19 @@ def _resolve(xla, steps_per_loop):
     common_flags.define_trainer_flags()
     values = flags.FLAGS
     values(["bench"])
+    # "default" is what a user gets without flags, the fused optimizer update
+    # (--xla_optimizer_update) included; explicit "off" compiles nothing.
+    jit_update = xla == "on"
     if xla == "default":
         xla = "on" if values.use_xla else "off"
+        jit_update = values.use_xla or values.xla_optimizer_update
     if steps_per_loop == "default":
         steps_per_loop = values.steps_per_loop
-    return xla, int(steps_per_loop)
+    return xla, int(steps_per_loop), jit_update
 
 
-def _measure_ours(size, batch_size, precision, xla, steps_per_loop, steps, rounds):
+def _measure_ours(size, batch_size, precision, xla, steps_per_loop, steps, rounds,
+                  jit_update=None):
     import keras  # pylint: disable=import-outside-toplevel
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
     from modeling import bert as bert_lib  # pylint: disable=import-outside-toplevel
@@ -144,7 +170,8 @@ def _measure_ours(size, batch_size, precision, xla, steps_per_loop, steps, round
     strategy = distribute.get_strategy("one_device")
     trainer = trainer_lib.Trainer(
         strategy, lambda: recipes.build_bert_pretrainer(config),
-        lambda: optimization.create_optimizer(1e-4, 10000, 100, jit_update=xla == "on"),
+        lambda: optimization.create_optimizer(
+            1e-4, 10000, 100, jit_update=xla == "on" if jit_update is None else jit_update),
         model_dir, batch_size, num_train_steps=10 ** 6, use_xla=xla == "on",
         steps_per_loop=steps_per_loop)
     iterator = iter(strategy.distribute_datasets_from_function(input_fn))
@@ -173,7 +200,9 @@ def _measure_ours(size, batch_size, precision, xla, steps_per_loop, steps, round
     loss = metrics["loss"]
     return {"step_seconds": times, "rss_built_mb": rss_built, "peak_mb": common.peak_mb(),
             "loss": float(loss[0]) / float(loss[1]),
-            "resolved": {"xla": xla, "steps_per_loop": steps_per_loop}}
+            "resolved": {"xla": xla, "steps_per_loop": steps_per_loop,
+                         "xla_optimizer_update": xla == "on" if jit_update is None
+                         else bool(jit_update)}}
 
 
 def _measure_keras_hub(size, batch_size, precision, steps, rounds):
@@ -277,8 +306,9 @@ def _child(case, steps, rounds):
         from modeling.training import cpu_runtime  # pylint: disable=import-outside-toplevel
         cpu_runtime.configure()
     if impl == "ours":
-        xla, steps_per_loop = _resolve(xla, steps_per_loop)
-        result = _measure_ours(size, batch_size, precision, xla, steps_per_loop, steps, rounds)
+        xla, steps_per_loop, jit_update = _resolve(xla, steps_per_loop)
+        result = _measure_ours(size, batch_size, precision, xla, steps_per_loop, steps, rounds,
+                               jit_update)
     elif impl == "keras_hub":
         result = _measure_keras_hub(size, batch_size, precision, steps, rounds)
     else:
@@ -302,7 +332,8 @@ def main():
                         help="rounds; each runs every case once, in a fresh process")
     parser.add_argument("--steps", type=int, default=6, help="timed steps per case and round")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--run_id", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--run_id", default=None,
+                        help="append to this earlier run (its rows and these form one table)")
     args = parser.parse_args()
     if args.child:
         case = tuple(json.loads(args.child))
@@ -312,15 +343,24 @@ def main():
     if args.only:
         keys = args.only.split(",")
         cases = [c for c in cases if any(k in _case_key(c) for k in keys)]
-    run_id = time.strftime("%Y%m%dT%H%M%S")
+    run_id = args.run_id or time.strftime("%Y%m%dT%H%M%S")
     machine = common.machine_info()
     versions = common.library_versions(("tensorflow", "keras", "keras_hub", "torch",
                                         "transformers", "numpy"))
-    print("machine: %s, %d cores, %s" % (
+    print("machine: %s, %d cores, %s (kind %s)" % (
         machine["cpu_model"], machine["cores"],
-        " ".join(f for f, on in machine["cpu_flags"].items() if on)))
+        " ".join(f for f, on in machine["cpu_flags"].items() if on), machine["kind"]))
+    peak = common.measure_peak()
+    print("peak: %s GFLOP/s fp32, %s GFLOP/s bf16 (%s)" % (
+        _gflops_text(peak.get("fp32_gflops")), _gflops_text(peak.get("bf16_gflops")),
+        peak.get("error") or peak["matmul"]))
+    print("model FLOPs: %s" % common.FLOP_FORMULA)
+    for size in sorted({c[1] for c in cases}, key=list(SIZES).index):
+        print("  %s: %.2f GFLOP per trained sequence" % (size, flops_per_sequence(size) / 1e9))
     collected = {c: [] for c in cases}
     for round_index in range(args.rounds):
+        if round_index:  # before every round: the best the machine shows in the run
+            peak = common.best_peak(peak, common.measure_peak())
         for case in cases:
             result = common.run_child(__file__, case, ["--steps=%d" % args.steps], cwd=REPO)
             if result is None:
@@ -328,6 +368,7 @@ def main():
             collected[case].append(result)
             impl, size, batch_size, precision, xla, steps_per_loop = case
             median = statistics.median(result["step_seconds"])
+            flops = flops_per_sequence(size) * batch_size
             record = {
                 "run_id": run_id, "round": round_index,
                 "config": {"impl": impl, "size": size, "batch_size": batch_size,
@@ -342,17 +383,45 @@ def main():
                 "rss_built_mb": result["rss_built_mb"],
                 "rss_start_mb": result["rss_start_mb"],
                 "final_loss": result["loss"],
-                "machine": machine, "versions": versions,
+                "flops_per_step": flops, "gflops_per_sec": flops / median / 1e9,
+                "mfu": common.mfu(flops, median, peak, precision),
+                "machine": machine, "peak": peak, "versions": versions,
+                "load_average": list(os.getloadavg()),
             }
             common.append_result("bench_training", record)
-            print("round %d  %-52s %8.2f seq/s  peak %6.0f MB  training %6.0f MB" % (
-                round_index, _case_key(case), record["seq_per_sec"], record["peak_mb"],
-                record["training_mb"]), flush=True)
-    print("\nmedian over rounds:")
-    for case in cases:
-        if collected[case]:
-            per_round = [case[2] / statistics.median(r["step_seconds"]) for r in collected[case]]
-            print("  %-52s %8.2f seq/s" % (_case_key(case), statistics.median(per_round)))
+            print("round %d  %-52s %8.2f seq/s  %s of peak  peak %6.0f MB  training %6.0f MB"
+                  % (round_index, _case_key(case), record["seq_per_sec"],
+                     _percent(record["mfu"]), record["peak_mb"], record["training_mb"]),
+                  flush=True)
+    print("best peak of %d measurements: %s GFLOP/s fp32, %s bf16" % (
+        peak.get("measurements", 1), _gflops_text(peak.get("fp32_gflops")),
+        _gflops_text(peak.get("bf16_gflops"))))
+    print("\nmedian over rounds (vs best peer of the same size, batch and precision; "
+          "fraction of the %s peak):" % "/".join(
+              p for p in ("fp32", "bf16") if peak.get(p + "_gflops")))
+    medians = {case: statistics.median(case[2] / statistics.median(r["step_seconds"])
+                                       for r in runs)
+               for case, runs in collected.items() if runs}
+    for case, seq in medians.items():
+        impl, size, batch_size, precision = case[:4]
+        peers = [v for c, v in medians.items()
+                 if c[0] in PEERS and c[1:4] == (size, batch_size, precision)]
+        ratio = "%.2fx best peer" % (seq / max(peers)) if peers and impl not in PEERS else ""
+        utilisation = common.mfu(flops_per_sequence(size), 1.0 / seq, peak, precision)
+        print("  %-52s %8.2f seq/s  %-16s MFU %s" % (_case_key(case), seq, ratio,
+                                                    _percent(utilisation)))
+
+
+# The idiomatic peers "vs best peer" compares with (not the VARIANTS rows).
+PEERS = ("keras_hub", "hf_torch")
+
+
+def _percent(value):
+    return "-" if value is None else "%.0f%%" % (100 * value)
+
+
+def _gflops_text(value):
+    return "-" if value is None else "%.0f" % value
 
 
 if __name__ == "__main__":

@@ -77,14 +77,90 @@ def test_training_table_uses_the_latest_run_and_ratios_to_the_best_peer(tmp_path
     assert table.index("| BERT-tiny") < table.index("| BERT-base")
     assert table.count("Machine:") == 1  # the same machine for both sizes
 
-    # BERT-tiny re-measured on another machine: each size names its own.
+    # BERT-tiny re-measured on another machine of the same kind: each size
+    # names its own machine.
+    for record in records[-2:]:
+        record["machine"] = {"cpu_model": "Other CPU", "cores": 2,
+                             "cpu_flags": {"avx512_bf16": True}}
+    (tmp_path / "bench_training.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in records))
+    table = report.training_table()
+    assert "BERT-tiny: Machine: Other CPU, 2 cores, CPU flags avx512_bf16;" in table
+    assert "BERT-base: Machine: Test CPU, 2 cores, CPU flags avx512_bf16;" in table
+
+    # ... and on a machine of another kind: a table of its own, never mixed.
     for record in records[-2:]:
         record["machine"] = {"cpu_model": "Other CPU", "cores": 2, "cpu_flags": {"avx2": True}}
     (tmp_path / "bench_training.jsonl").write_text(
         "".join(json.dumps(r) + "\n" for r in records))
     table = report.training_table()
-    assert "BERT-tiny: Machine: Other CPU, 2 cores, CPU flags avx2;" in table
-    assert "BERT-base: Machine: Test CPU, 2 cores, CPU flags avx512_bf16;" in table
+    bf16_part, avx2_part = table.split("#### Machine kind `avx2`: avx2")
+    assert bf16_part.startswith("#### Machine kind `avx512-bf16`: avx512_bf16")
+    # The avx512-bf16 kind keeps its own latest BERT-tiny run (r1).
+    assert "| 50.0 |" in bf16_part and "| 12.0 |" not in bf16_part
+    assert "| 12.0 | 1.20x |" in avx2_part and "BERT-base" not in avx2_part.split("\n\n")[1]
+    assert "No measurement yet on: `amx`, `avx512`." in table
+
+
+def _peak(fp32, bf16):
+    return {"fp32_gflops": fp32, "bf16_gflops": bf16, "matmul": "2048^3 test matmul"}
+
+
+def test_fraction_of_peak_is_the_runs_flops_per_second_over_its_best_peak(tmp_path,
+                                                                          monkeypatch):
+    from benchmarks import common  # pylint: disable=import-outside-toplevel
+    flops = common.bert_flops(12, 768, 3072, 128, 30522, 20) * 8
+    records = []
+    for precision, impl, seq, peak in (("fp32", "ours", 2.0, _peak(100.0, 200.0)),
+                                       ("fp32", "hf_torch", 1.0, _peak(140.0, 250.0)),
+                                       ("bf16", "ours", 3.0, _peak(120.0, 300.0))):
+        record = _training_record(impl, "off", seq, run_id="r9")
+        record["config"]["precision"] = precision
+        record.update(flops_per_step=flops, peak=peak, load_average=[3.5, 3.0, 2.0])
+        records.append(record)
+    old = _training_record("ours", "off", 9.0, run_id="r0", size="bert_tiny")  # no peak
+    old["machine"] = {"cpu_model": "Old CPU", "cores": 2}  # no CPU flags either
+    (tmp_path / "bench_training.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in [old] + records))
+    monkeypatch.setattr(report, "RESULTS", str(tmp_path))
+    table = report.training_table()
+    # The run's best peak: 140 GFLOP/s fp32, 300 bf16.
+    fp32_fraction = 2.0 / 8 * flops / 1e9 / 140.0
+    bf16_fraction = 3.0 / 8 * flops / 1e9 / 300.0
+    rows = [line for line in table.splitlines() if line.startswith("| BERT-base")]
+    assert "| 2.00 | 2.00x | %.0f%% |" % (100 * fp32_fraction) in rows[0]
+    assert "| 3.00 |  | %.0f%% |" % (100 * bf16_fraction) in rows[2]
+    assert "Matrix-product peak 140 GFLOP/s fp32, 300 bf16" in table and "load average 3.5-3.5" in table
+    # The record without CPU flags: an "unknown machine" table, without a fraction.
+    assert "#### Unknown machine" in table
+    unknown = table.split("#### Unknown machine")[1]
+    assert "| BERT-tiny, 8 | fp32 | this project | off | 1 | 9.00 |  |  |" in unknown
+    assert "The matrix-product peak was not measured" in unknown
+    assert common.FLOP_FORMULA in table
+
+    # docs/speed.md's flag table reads the same rows.
+    flags = report.flags_table()
+    assert "| `--mixed_precision=bfloat16` |" not in flags or "not in the latest run" in flags
+    assert flags.count("#### ") == 2
+
+
+def test_machine_kinds_come_from_the_cpu_flags():
+    from benchmarks import common  # pylint: disable=import-outside-toplevel
+    assert common.machine_kind({"avx2": True, "avx512f": True, "avx512_bf16": True,
+                                "amx_bf16": True, "amx_tile": True}) == "amx"
+    assert common.machine_kind({"avx2": True, "avx512f": True, "avx512_bf16": True}) == \
+        "avx512-bf16"
+    assert common.machine_kind({"avx2": True, "avx512f": True}) == "avx512"
+    assert common.machine_kind({"avx2": True, "avx512f": False}) == "avx2"
+    assert common.machine_kind({"avx2": False}) == "other"
+    assert common.machine_kind(None) == "unknown"
+    best = common.best_peak(_peak(100.0, None), _peak(90.0, None), None)
+    assert (best["fp32_gflops"], best["bf16_gflops"], best["measurements"]) == (100.0, None, 2)
+    assert common.mfu(50e9, 1.0, best, "fp32") == 0.5 and common.mfu(1, 1, best, "bf16") is None
+    # BERT-base: 69.9 GFLOP per trained sequence, 5.13 per inferred sentence of 30 tokens.
+    assert round(common.bert_flops(12, 768, 3072, 128, 30522, 20) / 1e9, 1) == 69.9
+    assert round(common.bert_flops(12, 768, 3072, 30, training=False,
+                                   next_sentence=False) / 1e9, 2) == 5.13
 
 
 def _page():
@@ -114,8 +190,10 @@ def test_report_page_has_every_table_marker_and_replacement_keeps_the_rest():
         report.replace_in_page(text, {"missing": "x"})
 
 
-def test_report_page_holds_the_tables_of_the_recorded_results():
-    """The page is generated: its tables are what `report.py --write` makes of the results."""
-    text = _page()
-    assert report.replace_in_page(text, report.render()) == text, (
-        "docs/benchmarks.md is out of date: run python benchmarks/report.py --write")
+def test_report_pages_hold_the_tables_of_the_recorded_results():
+    """The pages are generated: their tables are what `report.py --write` makes of the results."""
+    for page in report.PAGES:
+        with open(page, encoding="utf-8") as f:
+            text = f.read()
+        assert report.replace_in_page(text, report.render(page), page) == text, (
+            "%s is out of date: run python benchmarks/report.py --write" % page)
