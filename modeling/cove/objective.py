@@ -21,8 +21,7 @@ from modeling import registry
 from modeling.layers.common import PACKAGE as _PACKAGE
 from modeling.objectives.base import Objective
 from modeling.objectives.base import perplexities
-from modeling.objectives.base import _per_example_cross_entropy
-from modeling.objectives.base import _stat
+from modeling.objectives.base import token_scores
 
 __all__ = ["TranslationObjective", "shifted_targets"]
 
@@ -67,16 +66,8 @@ class TranslationObjective(Objective):
             return {"losses": {}, "metrics": {}, "outputs": outputs}
         target_ids = tf.cast(features["target_ids"], tf.int32)
         targets, weights = shifted_targets(target_ids, features.get("target_mask"))
-        logits = logits[:, :-1]
-        per_token = _per_example_cross_entropy(logits, targets)
-        correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), targets),
-                          tf.float32)
-        total = tf.reduce_sum(weights * per_token)
-        count = tf.reduce_sum(weights)
-        metrics = {self.name + "_loss": _stat(total, count),
-                   self.name + "_accuracy": _stat(tf.reduce_sum(weights * correct), count)}
-        return {"losses": {self.name + "_loss": total / (count + 1e-5)},
-                "metrics": metrics, "outputs": outputs}
+        losses, metrics = token_scores(self.name, logits[:, :-1], targets, weights)
+        return {"losses": losses, "metrics": metrics, "outputs": outputs}
 
     # ------------------------------------------------------------- baseline
 

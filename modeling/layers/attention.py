@@ -12,12 +12,13 @@ import tensorflow as tf
 from modeling.layers.activations import truncated_normal_initializer
 from modeling.layers.common import MASK_ADDER
 from modeling.layers.common import PACKAGE as _PACKAGE
+from modeling.layers.config_fields import LayerFields
 
 __all__ = ["MultiHeadSelfAttention"]
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class MultiHeadSelfAttention(keras.layers.Layer):
+class MultiHeadSelfAttention(LayerFields, keras.layers.Layer):
     """Multi-head scaled dot-product self-attention with a data-driven mask.
 
     The projections are four ordinary `Dense(hidden_size)` layers with
@@ -60,6 +61,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         added, `attention_bias` included), what TinyBERT distils.
     """
 
+    _FIELDS = ("hidden_size", "num_attention_heads", "attention_probs_dropout_prob",
+               "initializer_range")
+
     def __init__(
         self,
         hidden_size,
@@ -75,10 +79,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
                 f"hidden_size ({hidden_size}) must be a multiple of "
                 f"num_attention_heads ({num_attention_heads})."
             )
-        self.hidden_size = hidden_size
-        self.num_attention_heads = num_attention_heads
-        self.attention_probs_dropout_prob = attention_probs_dropout_prob
-        self.initializer_range = initializer_range
+        self._set_fields(locals())
         # A pruned layer (Michel et al. 2019) keeps fewer heads of the
         # original width: `head_size` given, the query/key/value kernels are
         # `[hidden, heads * head_size]` and the output kernel
@@ -195,12 +196,6 @@ class MultiHeadSelfAttention(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            hidden_size=self.hidden_size,
-            num_attention_heads=self.num_attention_heads,
-            attention_probs_dropout_prob=self.attention_probs_dropout_prob,
-            initializer_range=self.initializer_range,
-        )
         if self._explicit_head_size is not None:
             config["head_size"] = self._explicit_head_size
         return config

@@ -6,12 +6,13 @@ import tensorflow as tf
 from modeling.layers.activations import truncated_normal_initializer
 from modeling.layers.common import LAYER_NORM_EPSILON
 from modeling.layers.common import PACKAGE as _PACKAGE
+from modeling.layers.config_fields import LayerFields
 
 __all__ = ["BertEmbeddings"]
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class BertEmbeddings(keras.layers.Layer):
+class BertEmbeddings(LayerFields, keras.layers.Layer):
     """Word + position + token-type embeddings, then LayerNorm and dropout.
 
     Weights (Google name in brackets):
@@ -34,6 +35,9 @@ class BertEmbeddings(keras.layers.Layer):
         `[batch, seq, hidden]` in the layer's compute dtype.
     """
 
+    _FIELDS = ("vocab_size", "hidden_size", "max_position_embeddings", "type_vocab_size",
+               "initializer_range", "hidden_dropout_prob", "layer_norm_epsilon")
+
     def __init__(
         self,
         vocab_size,
@@ -46,13 +50,7 @@ class BertEmbeddings(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.vocab_size = vocab_size
-        self.hidden_size = hidden_size
-        self.max_position_embeddings = max_position_embeddings
-        self.type_vocab_size = type_vocab_size
-        self.initializer_range = initializer_range
-        self.hidden_dropout_prob = hidden_dropout_prob
-        self.layer_norm_epsilon = layer_norm_epsilon
+        self._set_fields(locals())
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="LayerNorm"
         )
@@ -67,17 +65,10 @@ class BertEmbeddings(keras.layers.Layer):
         `hidden_size`: the embeddings' width (ALBERT's `embedding_size`);
         None: the encoder's `hidden_size`.
         """
-        return cls(
-            vocab_size=encoder.vocab_size,
-            hidden_size=encoder.hidden_size if hidden_size is None else hidden_size,
-            max_position_embeddings=encoder.max_position_embeddings,
-            type_vocab_size=encoder.type_vocab_size,
-            initializer_range=encoder.initializer_range,
-            hidden_dropout_prob=encoder.hidden_dropout_prob,
-            layer_norm_epsilon=encoder.layer_norm_epsilon,
-            dtype=encoder.dtype_policy,
-            name="embeddings",
-        )
+        fields = {field: getattr(encoder, field) for field in cls._FIELDS}
+        if hidden_size is not None:
+            fields["hidden_size"] = hidden_size
+        return cls(**fields, dtype=encoder.dtype_policy, name="embeddings")
 
     def build(self, input_shape=None):
         if self.built:
@@ -127,18 +118,5 @@ class BertEmbeddings(keras.layers.Layer):
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape) + (self.hidden_size,)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            vocab_size=self.vocab_size,
-            hidden_size=self.hidden_size,
-            max_position_embeddings=self.max_position_embeddings,
-            type_vocab_size=self.type_vocab_size,
-            initializer_range=self.initializer_range,
-            hidden_dropout_prob=self.hidden_dropout_prob,
-            layer_norm_epsilon=self.layer_norm_epsilon,
-        )
-        return config
 
 

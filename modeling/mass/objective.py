@@ -31,8 +31,7 @@ from modeling.layers.common import PACKAGE as _PACKAGE
 from modeling.objectives.base import Objective
 from modeling.objectives.base import perplexities
 from modeling.objectives.base import _Ref
-from modeling.objectives.base import _per_example_cross_entropy
-from modeling.objectives.base import _stat
+from modeling.objectives.base import token_scores
 
 __all__ = ["MassObjective"]
 
@@ -81,19 +80,8 @@ class MassObjective(Objective):
             return {"losses": {}, "metrics": {}, "outputs": outputs}
         targets = tf.cast(features["decoder_target_ids"], tf.int32)
         weights = tf.cast(features["decoder_target_weights"], tf.float32)
-        per_token = _per_example_cross_entropy(logits, targets)
-        correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), targets),
-                          tf.float32)
-        total = tf.reduce_sum(weights * per_token)
-        count = tf.reduce_sum(weights)
-        return {
-            "losses": {self.name + "_loss": total / (count + 1e-5)},
-            "metrics": {
-                self.name + "_loss": _stat(total, count),
-                self.name + "_accuracy": _stat(tf.reduce_sum(weights * correct), count),
-            },
-            "outputs": outputs,
-        }
+        losses, metrics = token_scores(self.name, logits, targets, weights)
+        return {"losses": losses, "metrics": metrics, "outputs": outputs}
 
     # ------------------------------------------------------------- baseline
 

@@ -255,6 +255,35 @@ def _stat(total, count):
     return (tf.cast(total, tf.float32), tf.cast(count, tf.float32))
 
 
+def tied_logits(hidden, table):
+    """float32 `hidden @ table^T` (`[..., vocab]`): one 2-D product against
+    the embedding table, no broadcast of the table over the batch."""
+    table = tf.cast(table, hidden.dtype)
+    flat = tf.reshape(hidden, [-1, tf.shape(hidden)[-1]])
+    logits = tf.matmul(flat, table, transpose_b=True)
+    shape = tf.concat([tf.shape(hidden)[:-1], tf.shape(table)[:1]], 0)
+    return tf.cast(tf.reshape(logits, shape), tf.float32)
+
+
+def token_scores(name, logits, targets, weights):
+    """`(losses, metrics)` of predicting int `targets` from `logits`, weighted.
+
+    `<name>_loss` is Google's masked-LM loss `sum(w * CE) / (sum(w) + 1e-5)`;
+    the metrics are the statistics of `<name>_loss` and `<name>_accuracy`.
+    """
+    per_token = _per_example_cross_entropy(logits, targets)
+    correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), targets),
+                      tf.float32)
+    total = tf.reduce_sum(weights * per_token)
+    count = tf.reduce_sum(weights)
+    losses = {name + "_loss": total / (count + 1e-5)}
+    metrics = {
+        name + "_loss": _stat(total, count),
+        name + "_accuracy": _stat(tf.reduce_sum(weights * correct), count),
+    }
+    return losses, metrics
+
+
 @keras.saving.register_keras_serializable(package=_PACKAGE)
 class BertPretrainer(EncoderModel, keras.Model):
     """An encoder trained by a list of objectives.

@@ -31,8 +31,8 @@ from modeling.layers.common import PACKAGE as _PACKAGE
 from modeling.objectives.base import Objective
 from modeling.objectives.base import perplexities
 from modeling.objectives.base import _Ref
-from modeling.objectives.base import _per_example_cross_entropy
-from modeling.objectives.base import _stat
+from modeling.objectives.base import tied_logits
+from modeling.objectives.base import token_scores
 
 __all__ = ["CausalLMObjective", "next_token_targets"]
 
@@ -84,13 +84,7 @@ class CausalLMObjective(Objective):
         if self._encoder is None:
             raise ValueError("CausalLMObjective needs the network's embedding table: call "
                              "attach(network) first (the Pretrainer does this).")
-        table = self._encoder.value.embedding_table
-        table = tf.cast(table, sequence_output.dtype)
-        # One 2-D product against the table (no broadcast over the batch).
-        flat = tf.reshape(sequence_output, [-1, tf.shape(sequence_output)[-1]])
-        logits = tf.matmul(flat, table, transpose_b=True)
-        shape = tf.concat([tf.shape(sequence_output)[:-1], tf.shape(table)[:1]], 0)
-        return tf.cast(tf.reshape(logits, shape), tf.float32)
+        return tied_logits(sequence_output, self._encoder.value.embedding_table)
 
     def call(self, encoder_outputs, features, training=None):
         logits = self.logits(encoder_outputs["sequence_output"])
@@ -99,20 +93,8 @@ class CausalLMObjective(Objective):
             return {"losses": {}, "metrics": {}, "outputs": outputs}
         input_ids = tf.cast(features["input_ids"], tf.int32)
         targets, weights = next_token_targets(input_ids, features.get("input_mask"))
-        predictions = logits[:, :-1]
-        per_token = _per_example_cross_entropy(predictions, targets)
-        correct = tf.cast(tf.equal(tf.argmax(predictions, axis=-1, output_type=tf.int32),
-                                   targets), tf.float32)
-        total = tf.reduce_sum(weights * per_token)
-        count = tf.reduce_sum(weights)
-        return {
-            "losses": {"causal_lm_loss": total / (count + 1e-5)},
-            "metrics": {
-                "causal_lm_loss": _stat(total, count),
-                "causal_lm_accuracy": _stat(tf.reduce_sum(weights * correct), count),
-            },
-            "outputs": outputs,
-        }
+        losses, metrics = token_scores("causal_lm", logits[:, :-1], targets, weights)
+        return {"losses": losses, "metrics": metrics, "outputs": outputs}
 
     # ------------------------------------------------------------- baseline
 

@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from modeling.layers import truncated_normal_initializer
 from modeling.layers.common import PACKAGE as _PACKAGE
+from modeling.layers.config_fields import LayerFields
 from modeling import registry
 from modeling.objectives.base import Objective
 from modeling.objectives.base import _per_example_cross_entropy
@@ -30,7 +31,7 @@ def next_sentence_loss(logits, labels):
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class NextSentenceHead(keras.layers.Layer):
+class NextSentenceHead(LayerFields, keras.layers.Layer):
     """Classifies the pooled [CLS] vector: `logits = pooled @ W + b`.
 
     `dense.kernel` is `[hidden, num_classes]`; Google's
@@ -39,11 +40,11 @@ class NextSentenceHead(keras.layers.Layer):
     Returns float32 logits `[batch, num_classes]`.
     """
 
+    _FIELDS = ("hidden_size", "initializer_range", "num_classes")
+
     def __init__(self, hidden_size, initializer_range=0.02, num_classes=2, **kwargs):
         super().__init__(**kwargs)
-        self.hidden_size = hidden_size
-        self.initializer_range = initializer_range
-        self.num_classes = num_classes
+        self._set_fields(locals())
         self.dense = keras.layers.Dense(
             num_classes,
             kernel_initializer=truncated_normal_initializer(initializer_range),
@@ -59,14 +60,6 @@ class NextSentenceHead(keras.layers.Layer):
     def call(self, pooled_output):
         return tf.cast(self.dense(pooled_output), tf.float32)
 
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            hidden_size=self.hidden_size,
-            initializer_range=self.initializer_range,
-            num_classes=self.num_classes,
-        )
-        return config
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)

@@ -33,7 +33,8 @@ import tensorflow as tf
 from modeling.layers import LAYER_NORM_EPSILON, get_activation, truncated_normal_initializer
 from modeling import registry
 from modeling.layers.common import PACKAGE as _PACKAGE
-from modeling.objectives.base import Objective, _Ref, _per_example_cross_entropy, _stat
+from modeling.layers.config_fields import LayerFields
+from modeling.objectives.base import Objective, _Ref, tied_logits, token_scores
 from modeling.objectives.base import head_kwargs
 
 
@@ -71,8 +72,12 @@ def span_boundaries(masked_lm_positions, masked_lm_weights, seq_length):
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class SpanBoundaryHead(keras.layers.Layer):
+class SpanBoundaryHead(LayerFields, keras.layers.Layer):
     """Two-layer GELU + LayerNorm network from boundary states to tokens."""
+
+    _FIELDS = ("vocab_size", "hidden_size", "max_span_length", "hidden_act",
+               "initializer_range", "layer_norm_epsilon", "embedding_size",
+               "position_embedding_size")
 
     def __init__(self, vocab_size, hidden_size, max_span_length=32, hidden_act="gelu",
                  initializer_range=0.02, layer_norm_epsilon=LAYER_NORM_EPSILON,
@@ -83,15 +88,8 @@ class SpanBoundaryHead(keras.layers.Layer):
                 or not isinstance(position_embedding_size, int) or position_embedding_size < 1):
             raise ValueError("span_boundary position_embedding_size must be a positive "
                              "integer or None (hidden_size), got %r" % (position_embedding_size,))
-        self.position_embedding_size = position_embedding_size
+        self._set_fields(locals())
         width = position_embedding_size or hidden_size
-        self.vocab_size = vocab_size
-        self.hidden_size = hidden_size
-        self.max_span_length = max_span_length
-        self.hidden_act = hidden_act
-        self.initializer_range = initializer_range
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self.embedding_size = embedding_size
         self._activation = get_activation(hidden_act)
         init = truncated_normal_initializer(initializer_range)
         self.position_embeddings = self.add_weight(
@@ -124,21 +122,7 @@ class SpanBoundaryHead(keras.layers.Layer):
         h = tf.concat([x_left, x_right, rel], axis=-1)
         h = self.layer_norm_1(self._activation(self.dense_1(h)))
         h = self.layer_norm_2(self._activation(self.dense_2(h)))
-        table = tf.cast(embedding_table, h.dtype)
-        flat = tf.reshape(h, [-1, tf.shape(h)[-1]])
-        logits = tf.matmul(flat, table, transpose_b=True)
-        logits = tf.reshape(logits, tf.concat([tf.shape(h)[:-1], tf.shape(table)[:1]], 0))
-        return tf.cast(logits, tf.float32) + tf.cast(self.output_bias, tf.float32)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(vocab_size=self.vocab_size, hidden_size=self.hidden_size,
-                      max_span_length=self.max_span_length, hidden_act=self.hidden_act,
-                      initializer_range=self.initializer_range,
-                      layer_norm_epsilon=self.layer_norm_epsilon,
-                      embedding_size=self.embedding_size,
-                      position_embedding_size=self.position_embedding_size)
-        return config
+        return tied_logits(h, embedding_table) + tf.cast(self.output_bias, tf.float32)
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
@@ -191,29 +175,13 @@ class SpanBoundaryObjective(Objective):
         if "masked_lm_ids" not in features:
             return {"losses": {}, "metrics": {}, "outputs": {"span_boundary_logits": logits}}
         labels = tf.cast(features["masked_lm_ids"], tf.int32)
-        per_position = _per_example_cross_entropy(logits, labels)
-        weight_sum = tf.reduce_sum(weights)
-        loss = tf.reduce_sum(weights * per_position) / (weight_sum + 1e-5)
-        correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), labels),
-                          tf.float32)
-        return {
-            "losses": {"span_boundary_loss": loss},
-            "metrics": {
-                "span_boundary_loss": _stat(tf.reduce_sum(weights * per_position), weight_sum),
-                "span_boundary_accuracy": _stat(tf.reduce_sum(weights * correct), weight_sum),
-            },
-            "outputs": {"span_boundary_logits": logits},
-        }
+        losses, metrics = token_scores("span_boundary", logits, labels, weights)
+        return {"losses": losses, "metrics": metrics,
+                "outputs": {"span_boundary_logits": logits}}
 
     def get_config(self):
         config = super().get_config()
-        head = self.head
-        config.update(vocab_size=head.vocab_size, hidden_size=head.hidden_size,
-                      max_span_length=head.max_span_length, hidden_act=head.hidden_act,
-                      initializer_range=head.initializer_range,
-                      layer_norm_epsilon=head.layer_norm_epsilon,
-                      embedding_size=head.embedding_size,
-                      position_embedding_size=head.position_embedding_size)
+        config.update({field: getattr(self.head, field) for field in SpanBoundaryHead._FIELDS})
         return config
 
 

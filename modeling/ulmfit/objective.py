@@ -45,8 +45,8 @@ import tensorflow as tf
 
 from modeling import registry
 from modeling.layers.common import PACKAGE as _PACKAGE
-from modeling.objectives.base import _per_example_cross_entropy
 from modeling.objectives.base import _stat
+from modeling.objectives.base import token_scores
 from modeling.objectives.base import perplexities
 from modeling.objectives.causal_lm import CausalLMObjective
 from modeling.objectives.causal_lm import next_token_targets
@@ -142,16 +142,7 @@ class WordLMObjective(CausalLMObjective):
         else:
             targets, weights = next_token_targets(input_ids, input_mask)
             predictions = logits[:, :-1]
-        per_token = _per_example_cross_entropy(predictions, targets)
-        correct = tf.cast(tf.equal(tf.argmax(predictions, axis=-1, output_type=tf.int32),
-                                   targets), tf.float32)
-        total = tf.reduce_sum(weights * per_token)
-        count = tf.reduce_sum(weights)
-        losses = {self.name + "_loss": total / (count + 1e-5)}
-        metrics = {
-            self.name + "_loss": _stat(total, count),
-            self.name + "_accuracy": _stat(tf.reduce_sum(weights * correct), count),
-        }
+        losses, metrics = token_scores(self.name, predictions, targets, weights)
         if training:
             terms = ((self.alpha, "_ar", activation_regularization,
                       encoder_outputs["sequence_output"]),

@@ -32,8 +32,8 @@ from modeling.layers.common import PACKAGE as _PACKAGE
 from modeling.objectives.base import Objective
 from modeling.objectives.base import perplexities
 from modeling.objectives.base import _Ref
-from modeling.objectives.base import _per_example_cross_entropy
-from modeling.objectives.base import _stat
+from modeling.objectives.base import tied_logits
+from modeling.objectives.base import token_scores
 
 __all__ = ["LMBiasHead", "PermutationLMObjective"]
 
@@ -94,11 +94,7 @@ class PermutationLMObjective(Objective):
         if self._encoder is None:
             raise ValueError("PermutationLMObjective needs the network's embedding table: "
                              "call attach(network) first (the Pretrainer does this).")
-        table = tf.cast(self._encoder.value.embedding_table, query_output.dtype)
-        flat = tf.reshape(query_output, [-1, tf.shape(query_output)[-1]])
-        logits = tf.matmul(flat, table, transpose_b=True)
-        shape = tf.concat([tf.shape(query_output)[:-1], tf.shape(table)[:1]], 0)
-        logits = tf.cast(tf.reshape(logits, shape), tf.float32)
+        logits = tied_logits(query_output, self._encoder.value.embedding_table)
         return logits + tf.cast(self.lm_bias, tf.float32)
 
     def call(self, encoder_outputs, features, training=None):
@@ -111,19 +107,8 @@ class PermutationLMObjective(Objective):
             return {"losses": {}, "metrics": {}, "outputs": outputs}
         targets = tf.cast(features["target_ids"], tf.int32)
         weights = tf.cast(features["target_weights"], tf.float32)
-        per_token = _per_example_cross_entropy(logits, targets)
-        correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), targets),
-                          tf.float32)
-        total = tf.reduce_sum(weights * per_token)
-        count = tf.reduce_sum(weights)
-        return {
-            "losses": {"permutation_lm_loss": total / (count + 1e-5)},
-            "metrics": {
-                "permutation_lm_loss": _stat(total, count),
-                "permutation_lm_accuracy": _stat(tf.reduce_sum(weights * correct), count),
-            },
-            "outputs": outputs,
-        }
+        losses, metrics = token_scores("permutation_lm", logits, targets, weights)
+        return {"losses": losses, "metrics": metrics, "outputs": outputs}
 
     # ------------------------------------------------------------- baseline
 
