@@ -30,7 +30,7 @@ Two implementations of these rules, side by side:
   ids, one example at a time, the truncation being Google's loop.
 * `pack_in_graph`: a batch of `tf.RaggedTensor` ids with TensorFlow ops, for
   SavedModels and `tf.data`. The loop becomes its closed form,
-  `truncated_lengths`; `tests/test_packing.py` checks that both give the
+  `truncated_lengths`; `tests/data/test_packing.py` checks that both give the
   same ids for every pair of lengths around the budget.
 """
 

@@ -114,7 +114,7 @@ Adding a family (e.g. GPT-2)
    the Keras variables at their documented paths, `forward(params, ...)`
    returns the output dict (any subset of the contract's keys: the harness
    compares the keys the reference returns).
-2. Add a case, in `tests/test_encoders.py` or the family's own test file:
+2. Add a case, in `tests/modeling/test_encoders.py` or the family's own test file:
 
        from references import gpt2_numpy
 

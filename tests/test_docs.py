@@ -298,5 +298,5 @@ def test_the_readme_quick_start_is_real_library_calls():
 
 @pytest.mark.parametrize("page", ["fine-tuning.md"])
 def test_the_processor_example_is_on_its_page(page):
-    """tests/test_run_classifier.py runs the DataProcessor example of this page."""
+    """tests/run/test_run_classifier.py runs the DataProcessor example of this page."""
     assert "class MyProcessor(processors.DataProcessor)" in _read(os.path.join(DOCS, page))

@@ -19,7 +19,7 @@ directly:
   (field 2) or ``int64_list`` (field 3) holds the packed ``value`` (field 1,
   left out when empty).
 
-tests/test_pretraining_data.py checks the bytes against `serialize_example`.
+tests/data/test_pretraining_data.py checks the bytes against `serialize_example`.
 """
 
 import struct

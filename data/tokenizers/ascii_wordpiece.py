@@ -20,7 +20,7 @@ that becomes printable ASCII once lower-cased and stripped of accents
 way. Every other line (CJK, controls, Unicode spaces or punctuation, ...) goes
 through the `fallback` given -- `FullTokenizer` itself, or the in-graph
 `BulkTokenizer` for large non-ASCII corpora -- so the ids are always
-`FullTokenizer`'s (tests/test_ascii_wordpiece.py compares them on random text
+`FullTokenizer`'s (tests/data/test_ascii_wordpiece.py compares them on random text
 made to hit every rule).
 
 The trie is built from the `FullTokenizer`'s own vocabulary dict, so ids agree

@@ -20,7 +20,7 @@ _KEEP_DELIMS = "|".join(
 _DELIMS = " +|" + _KEEP_DELIMS
 # Whitespace that becomes a plain space: tab, newline, carriage return, the
 # Unicode space separators (Zs) other than the space itself, and the line and
-# paragraph separators (see `normalize`). tests/test_tokenization.py checks
+# paragraph separators (see `normalize`). tests/data/test_tokenization.py checks
 # the Zs list against Python's unicodedata.
 ZS_OTHER_THAN_SPACE = ((0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A), (0x202F, 0x202F),
                        (0x205F, 0x205F), (0x3000, 0x3000))
@@ -33,7 +33,7 @@ _VALID_UTF8 = r"(?s).*"
 # CJK and general punctuation, full-width punctuation, digits and lower-case
 # letters. No whitespace other than the space, no control or format
 # character, no combining mark, no character that lower-casing or NFD
-# changes (tests/test_tokenization.py checks every one against unicodedata
+# changes (tests/data/test_tokenization.py checks every one against unicodedata
 # and against FullTokenizer). Rows made only of these skip the normalisation.
 CLEAN_RANGES = ((0x20, 0x7E), (0x2010, 0x2027), (0x2030, 0x205E), (0x3001, 0x3029),
                 (0x3030, 0x303F), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xFF01, 0xFF20),
@@ -144,7 +144,7 @@ class GraphTokenizer(tf.Module):
         either kind runs one path; a mixed batch is split by row and put back
         together in order. The end-to-end WordPiece splits CJK ideographs
         into words of their own with Google's ranges, so they need no spaces
-        around them (tests/test_tokenization.py sweeps every code point).
+        around them (tests/data/test_tokenization.py sweeps every code point).
         """
         text = tf.convert_to_tensor(text, dtype=tf.string)
         if text.shape.rank == 0:

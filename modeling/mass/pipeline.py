@@ -37,7 +37,7 @@ With "mask", the two ends of the ratio are exactly the paper's special
 cases: with k = 1 the decoder's only input is a [MASK] and it predicts the
 one masked token from the encoder alone -- BERT's masked LM; with k = m the
 encoder sees only [MASK]s and the decoder predicts the sentence left to
-right from its own prefix -- a language model (tests/test_mass.py checks
+right from its own prefix -- a language model (tests/modeling/mass/test_mass.py checks
 both). With "80/10/10" they are so up to the 20% of fragment tokens that the
 encoder sees kept or replaced.
 
