@@ -258,31 +258,11 @@ class AlbertEncoder(EncoderBase):
                     "head_size": hidden_size // num_attention_heads}
 
         self.attention_sublayers = [
-            AttentionSublayer(**dict(dict(
-                hidden_size=hidden_size,
-                num_attention_heads=num_attention_heads,
-                hidden_dropout_prob=hidden_dropout_prob,
-                attention_probs_dropout_prob=attention_probs_dropout_prob,
-                initializer_range=initializer_range,
-                layer_norm_epsilon=layer_norm_epsilon,
-                dtype=policy,
-                name=f"attention_{i}",
-            ), **head_args(i)))
+            AttentionSublayer.of_encoder(self, f"attention_{i}", **head_args(i))
             for i in range(num_attention)
         ]
-        self.ffn_sublayers = [
-            FeedForwardSublayer(
-                hidden_size=hidden_size,
-                intermediate_size=intermediate_size,
-                hidden_act=hidden_act,
-                hidden_dropout_prob=hidden_dropout_prob,
-                initializer_range=initializer_range,
-                layer_norm_epsilon=layer_norm_epsilon,
-                dtype=policy,
-                name=f"ffn_{i}",
-            )
-            for i in range(num_ffn)
-        ]
+        self.ffn_sublayers = [FeedForwardSublayer.of_encoder(self, f"ffn_{i}")
+                              for i in range(num_ffn)]
         # HF's AlbertForMaskedLM (and token-level task models) have no pooler.
         self.pooler = self._make_pooler() if add_pooling_layer else None
         self.build()

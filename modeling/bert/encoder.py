@@ -147,21 +147,9 @@ class BertEncoder(EncoderBase):
             return {"num_attention_heads": num_attention_heads_per_layer[i],
                     "head_size": hidden_size // num_attention_heads}
 
-        policy = self.dtype_policy
         self.embeddings = BertEmbeddings.of_encoder(self)
         self.transformer_layers = [
-            TransformerBlock(**dict(dict(
-                hidden_size=hidden_size,
-                num_attention_heads=num_attention_heads,
-                intermediate_size=intermediate_size,
-                hidden_act=hidden_act,
-                hidden_dropout_prob=hidden_dropout_prob,
-                attention_probs_dropout_prob=attention_probs_dropout_prob,
-                initializer_range=initializer_range,
-                layer_norm_epsilon=layer_norm_epsilon,
-                dtype=policy,
-                name=f"layer_{i}",
-            ), **head_args(i)))
+            TransformerBlock.of_encoder(self, f"layer_{i}", **head_args(i))
             for i in range(num_hidden_layers)
         ]
         self.pooler = self._make_pooler()

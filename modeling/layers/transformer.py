@@ -30,9 +30,25 @@ __all__ = ["AttentionSublayer", "CrossAttentionSublayer", "FeedForwardSublayer",
 # The arguments both halves of a block take, around each half's own.
 _HALF_TAIL = ("initializer_range", "layer_norm_epsilon", "norm_first",
               "output_initializer_range")
+# Arguments that are a block's own, not a BERT-shaped encoder's.
+_BLOCK_ONLY = ("norm_first", "output_initializer_range")
 
 
-class _ResidualHalf(LayerFields, keras.layers.Layer):
+class _OfEncoder:
+    """`of_encoder`: a block or half from a BERT-shaped encoder's attributes."""
+
+    @classmethod
+    def of_encoder(cls, encoder, name, **changed):
+        """This layer of `encoder` (its attributes of the argument names and its
+        dtype policy) called `name`; `changed`: other arguments (a pruned
+        layer's `num_attention_heads` and `head_size`)."""
+        args = {field: getattr(encoder, field) for field in cls._FIELDS
+                if field not in _BLOCK_ONLY}
+        args.update(changed)
+        return cls(**args, dtype=encoder.dtype_policy, name=name)
+
+
+class _ResidualHalf(_OfEncoder, LayerFields, keras.layers.Layer):
     """What a block's two halves share: `dropout` and `layer_norm` (made after
     the half's own sub-layers), the residual sum around them, their config."""
 
@@ -192,7 +208,7 @@ _BLOCK_FIELDS = ("hidden_size", "num_attention_heads", "intermediate_size", "hid
                  "initializer_range", "layer_norm_epsilon")
 
 
-class _Block(LayerFields, keras.layers.Layer):
+class _Block(_OfEncoder, LayerFields, keras.layers.Layer):
     """What both blocks share: their halves' arguments and the halves made from them."""
 
     _FIELDS = _BLOCK_FIELDS
