@@ -12,6 +12,12 @@ A subclass sets `FIELDS` (`(name, default, kind)` in HF's order), `ERROR`
 `WHAT` ("a GPT-2 config", for the not-an-object error), `MODEL_TYPE`
 (HF's `model_type` of the family) and `REFUSED` (`{key: (the only value
 allowed, what another value would compute)}`).
+
+`HFConfig(**values)` keeps the extras, lets `_prepare` read other names
+(OpenAI's `n_ctx`, ...), sets and checks the fields, checks that `MULTIPLE`'s
+width is a multiple of its head count and `ACTIVATION`'s name is known
+(`hidden_act` is then this project's name of it), and refuses what
+`_check_extras` refuses, in that order.
 """
 
 import copy
@@ -19,7 +25,7 @@ import json
 
 from data import atomic
 
-__all__ = ["HFConfig", "check_field"]
+__all__ = ["HFConfig", "OpenAIConfig", "check_field"]
 
 _OPTIONAL_KINDS = ("optional_int", "optional_id", "optional_count")
 _INTEGER_KINDS = ("int", "optional_int", "optional_id", "count", "optional_count",
@@ -76,6 +82,38 @@ class HFConfig:
     MODEL_TYPE = None
     REFUSED = {}
     RAW_IN_ERRORS = False  # `check_field`'s `raw_in_errors`
+    MULTIPLE = None  # (width field, heads field): the width is a multiple of the heads
+    # (field, {HF's name: this project's name}, whether HF reads the name in any case)
+    ACTIVATION = None
+
+    def __init__(self, **values):
+        extra = self._extras(values)
+        self._prepare(values, extra)
+        self._set_fields(values)
+        self._check_multiple(*self.MULTIPLE)
+        self._check_activation()
+        self._check_extras(extra)
+        self.extra = copy.deepcopy(extra)
+
+    def _prepare(self, values, extra):
+        """Reads or refuses other names of fields in `values` (nothing here)."""
+
+    def _activation_key(self):
+        field, names, any_case = self.ACTIVATION
+        value = getattr(self, field)
+        return field, names, value.lower() if any_case else value
+
+    def _check_activation(self):
+        field, names, key = self._activation_key()
+        if key not in names:
+            raise self.ERROR("`%s` %r is not supported; known: %s"
+                             % (field, getattr(self, field), ", ".join(names)))
+
+    @property
+    def hidden_act(self):
+        """This project's name of the activation (`modeling.layers.get_activation`)."""
+        _, names, key = self._activation_key()
+        return names[key]
 
     @classmethod
     def _extras(cls, values):
@@ -131,6 +169,19 @@ class HFConfig:
     def to_json_string(self):
         return json.dumps(self.to_dict(), indent=2) + "\n"
 
+    @classmethod
+    def from_hf(cls, values):
+        """The config of HF's parsed `config.json`, checked against `SCHEMA` (`ERROR` if bad)."""
+        return cls.SCHEMA.build(values, cls.from_dict, cls.ERROR)
+
+    def to_hf(self, model_type=None):
+        """HF's `config.json` content: the config's own dict with `model_type`
+        (default `MODEL_TYPE`) and no `architectures` (the writer names its model)."""
+        values = self.to_dict()
+        values.pop("architectures", None)
+        values["model_type"] = self.MODEL_TYPE if model_type is None else model_type
+        return values
+
     def replace(self, **changes):
         values = self.to_dict()
         values.update(changes)
@@ -155,3 +206,25 @@ class HFConfig:
     def __repr__(self):
         return "%s(%s)" % (type(self).__name__,
                            ", ".join("%s=%r" % kv for kv in self.to_dict().items()))
+
+
+class OpenAIConfig(HFConfig):
+    """GPT's and GPT-2's shared names: `n_embd`, `n_positions` (OpenAI's and
+    old HF configs' `n_ctx`), `n_layer`, `n_head`."""
+
+    MULTIPLE = ("n_embd", "n_head")
+
+    def _prepare(self, values, extra):
+        if "n_ctx" in extra and "n_positions" not in values:
+            # OpenAI's hparams and old HF configs: n_ctx is the context.
+            values["n_positions"] = extra["n_ctx"]
+
+    # ------------------------------------------------- BERT-style aliases
+
+    @property
+    def hidden_size(self):
+        return self.n_embd
+
+    @property
+    def max_position_embeddings(self):
+        return self.n_positions

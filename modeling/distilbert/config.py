@@ -23,8 +23,6 @@ sinusoidal position table) is supported: the table is still a stored
 weight, and a fresh encoder fills it and freezes it.
 """
 
-import copy
-
 from modeling import config_schema
 from modeling import hf_config
 
@@ -114,21 +112,15 @@ class DistilBertConfig(hf_config.HFConfig):
     SCHEMA = DISTILBERT_SCHEMA
     WHAT = "a DistilBERT config"
     MODEL_TYPE = "distilbert"
+    MULTIPLE = ("dim", "n_heads")
+    ACTIVATION = ("activation", HF_ACTIVATIONS, True)
 
-    def __init__(self, **values):
-        extra = self._extras(values)
+    def _prepare(self, values, extra):
         renamed = [key for key in BERT_NAMES if key in extra]
         if renamed:
             raise DistilBertConfigError(
                 "DistilBERT configs use HF's names: %s" % ", ".join(
                     "`%s` for `%s`" % (BERT_NAMES[key], key) for key in renamed))
-        self._set_fields(values)
-        self._check_multiple("dim", "n_heads")
-        if self.activation.lower() not in HF_ACTIVATIONS:
-            raise DistilBertConfigError("`activation` %r is not supported; known: %s"
-                                        % (self.activation, ", ".join(HF_ACTIVATIONS)))
-        self._check_extras(extra)
-        self.extra = copy.deepcopy(extra)
 
     # ------------------------------------------------- BERT-style aliases
 
@@ -147,11 +139,6 @@ class DistilBertConfig(hf_config.HFConfig):
     @property
     def intermediate_size(self):
         return self.hidden_dim
-
-    @property
-    def hidden_act(self):
-        """This project's name of the activation (`modeling.layers.get_activation`)."""
-        return HF_ACTIVATIONS[self.activation.lower()]
 
     @property
     def hidden_dropout_prob(self):

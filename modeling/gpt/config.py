@@ -24,8 +24,6 @@ Presets: `openai_gpt` (OpenAI's model: 12 layers, width 768, 512 positions,
 a 40,478-token BPE vocabulary) and `gpt_tiny` (2 layers, width 64).
 """
 
-import copy
-
 from modeling import config_schema
 from modeling import hf_config
 
@@ -74,7 +72,7 @@ def list_presets():
     return list(_PRESETS)
 
 
-class GPTConfig(hf_config.HFConfig):
+class GPTConfig(hf_config.OpenAIConfig):
     """GPT's hyper-parameters (HF `OpenAIGPTConfig` field names and defaults).
 
     Args:
@@ -98,37 +96,13 @@ class GPTConfig(hf_config.HFConfig):
     WHAT = "a GPT config"
     MODEL_TYPE = "openai-gpt"
     RAW_IN_ERRORS = True
-
-    def __init__(self, **values):
-        extra = self._extras(values)
-        if "n_ctx" in extra and "n_positions" not in values:
-            values["n_positions"] = extra["n_ctx"]
-        self._set_fields(values)
-        self._check_multiple("n_embd", "n_head")
-        if self.afn not in GPT_ACTIVATIONS:
-            raise GPTConfigError("`afn` %r is not supported; known: %s"
-                                 % (self.afn, ", ".join(GPT_ACTIVATIONS)))
-        self._check_extras(extra)
-        self.extra = copy.deepcopy(extra)
+    ACTIVATION = ("afn", GPT_ACTIVATIONS, False)
 
     # ------------------------------------------------- BERT-style aliases
 
     @property
-    def hidden_size(self):
-        return self.n_embd
-
-    @property
     def intermediate_size(self):
         return 4 * self.n_embd
-
-    @property
-    def max_position_embeddings(self):
-        return self.n_positions
-
-    @property
-    def hidden_act(self):
-        """This project's name of the activation (`modeling.layers.get_activation`)."""
-        return GPT_ACTIVATIONS[self.afn]
 
     @property
     def hidden_dropout_prob(self):

@@ -26,8 +26,6 @@ Presets: OpenAI's sizes (`gpt2`, `gpt2_medium`, `gpt2_large`, `gpt2_xl`) and
 `gpt2_tiny`, a tiny GPT-2 (2 layers, width 128).
 """
 
-import copy
-
 from modeling import config_schema
 from modeling import hf_config
 
@@ -108,7 +106,7 @@ def list_presets():
     return list(_PRESETS)
 
 
-class GPT2Config(hf_config.HFConfig):
+class GPT2Config(hf_config.OpenAIConfig):
     """GPT-2's hyper-parameters (HF `GPT2Config` field names and defaults).
 
     Args:
@@ -135,41 +133,18 @@ class GPT2Config(hf_config.HFConfig):
     WHAT = "a GPT-2 config"
     MODEL_TYPE = "gpt2"
     REFUSED = _REFUSED
+    ACTIVATION = ("activation_function", HF_ACTIVATIONS, True)
 
-    def __init__(self, **values):
-        extra = self._extras(values)
-        if "n_ctx" in extra and "n_positions" not in values:
-            # OpenAI's hparams and old HF configs: n_ctx is the context.
-            values["n_positions"] = extra["n_ctx"]
+    def _prepare(self, values, extra):
+        super()._prepare(values, extra)
         if "n_vocab" in extra and "vocab_size" not in values:
             values["vocab_size"] = extra["n_vocab"]  # OpenAI's hparams.json
-        self._set_fields(values)
-        self._check_multiple("n_embd", "n_head")
-        if not isinstance(self.activation_function, str) or (
-                self.activation_function.lower() not in HF_ACTIVATIONS):
-            raise GPT2ConfigError("`activation_function` %r is not supported; known: %s"
-                                  % (self.activation_function, ", ".join(HF_ACTIVATIONS)))
-        self._check_extras(extra)
-        self.extra = copy.deepcopy(extra)
 
     # ------------------------------------------------- BERT-style aliases
 
     @property
-    def hidden_size(self):
-        return self.n_embd
-
-    @property
     def intermediate_size(self):
         return self.n_inner or 4 * self.n_embd
-
-    @property
-    def max_position_embeddings(self):
-        return self.n_positions
-
-    @property
-    def hidden_act(self):
-        """This project's name of the activation (`modeling.layers.get_activation`)."""
-        return HF_ACTIVATIONS[self.activation_function.lower()]
 
     # -------------------------------------------------------------- presets
 

@@ -107,6 +107,7 @@ class XLNetConfig(hf_config.HFConfig):
     WHAT = "an XLNet config"
     MODEL_TYPE = "xlnet"
     REFUSED = _REFUSED
+    ACTIVATION = ("ff_activation", HF_ACTIVATIONS, True)
 
     def __init__(self, **values):
         extra = self._extras(values)
@@ -120,9 +121,7 @@ class XLNetConfig(hf_config.HFConfig):
         if d_head is not None and d_head != self.d_model // self.n_head:
             raise XLNetConfigError("`d_head` is %r but `d_model` / `n_head` is %d"
                                    % (d_head, self.d_model // self.n_head))
-        if self.ff_activation.lower() not in HF_ACTIVATIONS:
-            raise XLNetConfigError("`ff_activation` %r is not supported; known: %s"
-                                   % (self.ff_activation, ", ".join(HF_ACTIVATIONS)))
+        self._check_activation()
         self._check_extras(extra)
         if self.reuse_len is not None and self.mem_len == 0:
             raise XLNetConfigError("`reuse_len` is %d but `mem_len` is 0 (no memory to reuse "
@@ -147,11 +146,6 @@ class XLNetConfig(hf_config.HFConfig):
     @property
     def d_head(self):
         return self.d_model // self.n_head
-
-    @property
-    def hidden_act(self):
-        """This project's name of the activation (`modeling.layers.get_activation`)."""
-        return HF_ACTIVATIONS[self.ff_activation.lower()]
 
 
 def load_xlnet_config(path):
