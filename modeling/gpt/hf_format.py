@@ -10,11 +10,10 @@ after the other (segment ids 0 then 1, what HF gives when asked for
 `token_type_ids`).
 """
 
-import json
 import os
 
-from data import atomic
 from data.tokenizers import gpt_bpe
+from data.tokenizers import hf_files
 from modeling.gpt.config import GPTConfig
 from modeling.pretrained.formats import HFFormat
 from modeling.pretrained.formats import TokenizerFormatError
@@ -64,33 +63,17 @@ class GPTTokenizer(PretrainedTokenizer):
 
     def save(self, folder):
         os.makedirs(folder, exist_ok=True)
-        vocab_path = os.path.join(folder, "vocab.json")
-        atomic.write_text(vocab_path, json.dumps(self.vocab, ensure_ascii=False) + "\n")
-        merges_path = os.path.join(folder, "merges.txt")
-        # HF skips the first line and needs the last newline (`gpt_bpe.load_merges`).
-        atomic.write_text(merges_path, "#version: 0.2\n" + "".join(
-            "%s %s\n" % pair for pair in self._bpe.merges))
         specials = {role + "_token": token for role, token in self.special_tokens.items()}
         settings = {"tokenizer_class": "OpenAIGPTTokenizer"}
         settings.update(specials)
-        settings_path = os.path.join(folder, "tokenizer_config.json")
-        atomic.write_text(settings_path, json.dumps(settings, indent=2) + "\n")
-        map_path = os.path.join(folder, "special_tokens_map.json")
-        atomic.write_text(map_path, json.dumps(specials, indent=2) + "\n")
-        return [vocab_path, merges_path, settings_path, map_path]
+        return (hf_files.write_bpe_files(folder, self.vocab, self._bpe.merges)
+                + hf_files.write_settings(folder, settings, specials))
 
 
-def config_from_hf(values):
-    """A `GPTConfig` from HF's parsed `config.json` (a `GPTConfigError` on bad values)."""
-    return GPTConfig.SCHEMA.build(values, GPTConfig.from_dict, GPTConfig.ERROR)
-
-
-def config_to_hf(config, model_type="openai-gpt"):
-    """HF's `config.json` content for a `GPTConfig` (the config's own dict)."""
-    values = config.to_dict()
-    values.pop("architectures", None)
-    values["model_type"] = model_type
-    return values
+# A `GPTConfig` from HF's parsed `config.json` (a `GPTConfigError` on bad values),
+# and HF's `config.json` content for one (the config's own dict).
+config_from_hf = GPTConfig.from_hf
+config_to_hf = GPTConfig.to_hf
 
 
 def read_tokenizer(folder, config=None):
