@@ -120,6 +120,21 @@ DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
 # ------------------------------------------------------------------ schedule
 
 
+def _check_peak_and_steps(peak_learning_rate, num_train_steps):
+    """What both schedules refuse: a peak rate that is not a finite number >= 0,
+    a number of updates that is not positive."""
+    try:
+        peak = float(peak_learning_rate)
+    except (TypeError, ValueError):
+        peak = None
+    if peak is None or not (math.isfinite(peak) and peak >= 0):
+        raise ValueError("learning rate (--learning_rate) must be a finite number >= 0, "
+                         f"got {peak_learning_rate}.")
+    if num_train_steps <= 0:
+        raise ValueError("num_train_steps (--num_train_steps) must be positive, got "
+                         f"{num_train_steps}.")
+
+
 @keras.saving.register_keras_serializable(package=_PACKAGE)
 class LinearWarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
     """Google BERT's learning rate: linear warm-up, then linear decay to 0.
@@ -131,16 +146,7 @@ class LinearWarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
     """
 
     def __init__(self, peak_learning_rate, num_train_steps, num_warmup_steps=0):
-        try:
-            peak = float(peak_learning_rate)
-        except (TypeError, ValueError):
-            peak = None
-        if peak is None or not (math.isfinite(peak) and peak >= 0):
-            raise ValueError("learning rate (--learning_rate) must be a finite number >= 0, "
-                             f"got {peak_learning_rate}.")
-        if num_train_steps <= 0:
-            raise ValueError("num_train_steps (--num_train_steps) must be positive, got "
-                             f"{num_train_steps}.")
+        _check_peak_and_steps(peak_learning_rate, num_train_steps)
         if num_warmup_steps < 0:
             raise ValueError(f"num_warmup_steps must be >= 0, got {num_warmup_steps}.")
         self.peak_learning_rate = peak_learning_rate
@@ -189,16 +195,7 @@ class SlantedTriangular(keras.optimizers.schedules.LearningRateSchedule):
     """
 
     def __init__(self, peak_learning_rate, num_train_steps, cut_frac=0.1, ratio=32.0):
-        try:
-            peak = float(peak_learning_rate)
-        except (TypeError, ValueError):
-            peak = None
-        if peak is None or not (math.isfinite(peak) and peak >= 0):
-            raise ValueError("learning rate (--learning_rate) must be a finite number >= 0, "
-                             f"got {peak_learning_rate}.")
-        if num_train_steps <= 0:
-            raise ValueError("num_train_steps (--num_train_steps) must be positive, got "
-                             f"{num_train_steps}.")
+        _check_peak_and_steps(peak_learning_rate, num_train_steps)
         if not (isinstance(cut_frac, (int, float)) and 0 < cut_frac < 1):
             raise ValueError(f"stlr_cut_frac (--stlr_cut_frac) must be in (0, 1), got {cut_frac}.")
         if not (isinstance(ratio, (int, float)) and math.isfinite(ratio) and ratio >= 1):
@@ -803,8 +800,54 @@ def _plain_resource_variable(variable):
 # ----------------------------------------------------------------- optimizers
 
 
+class _AdamMoments(_BertOptimizer):
+    """Adam's constants and two moment slots (`<_SLOTS>_m`, `<_SLOTS>_v`), the
+    part `AdamWeightDecay` and `Lamb` share; `_NAME` is the default name."""
+
+    _SLOTS = None
+    _NAME = None
+
+    def __init__(
+        self,
+        learning_rate=0.001,
+        weight_decay_rate=0.0,
+        beta_1=0.9,
+        beta_2=0.999,
+        epsilon=1e-6,
+        exclude_from_weight_decay=DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY,
+        clip_norm=None,
+        gradient_accumulation_steps=1,
+        name=None,
+        **kwargs,
+    ):
+        super().__init__(
+            learning_rate=learning_rate,
+            weight_decay_rate=weight_decay_rate,
+            exclude_from_weight_decay=exclude_from_weight_decay,
+            clip_norm=clip_norm,
+            gradient_accumulation_steps=gradient_accumulation_steps,
+            name=self._NAME if name is None else name,
+            **kwargs,
+        )
+        self.beta_1 = beta_1
+        self.beta_2 = beta_2
+        self.epsilon = epsilon
+
+    def build(self, variables):
+        if self.built:
+            return
+        super().build(variables)
+        self._m = self.add_optimizer_variables(variables, self._SLOTS + "_m")
+        self._v = self.add_optimizer_variables(variables, self._SLOTS + "_v")
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(beta_1=self.beta_1, beta_2=self.beta_2, epsilon=self.epsilon)
+        return config
+
+
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class AdamWeightDecay(_BertOptimizer):
+class AdamWeightDecay(_AdamMoments):
     """google-research/bert's `AdamWeightDecayOptimizer` for Keras 3.
 
         m = beta_1 * m + (1 - beta_1) * g
@@ -826,38 +869,8 @@ class AdamWeightDecay(_BertOptimizer):
         name: optimizer name.
     """
 
-    def __init__(
-        self,
-        learning_rate=0.001,
-        weight_decay_rate=0.0,
-        beta_1=0.9,
-        beta_2=0.999,
-        epsilon=1e-6,
-        exclude_from_weight_decay=DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY,
-        clip_norm=None,
-        gradient_accumulation_steps=1,
-        name="AdamWeightDecay",
-        **kwargs,
-    ):
-        super().__init__(
-            learning_rate=learning_rate,
-            weight_decay_rate=weight_decay_rate,
-            exclude_from_weight_decay=exclude_from_weight_decay,
-            clip_norm=clip_norm,
-            gradient_accumulation_steps=gradient_accumulation_steps,
-            name=name,
-            **kwargs,
-        )
-        self.beta_1 = beta_1
-        self.beta_2 = beta_2
-        self.epsilon = epsilon
-
-    def build(self, variables):
-        if self.built:
-            return
-        super().build(variables)
-        self._m = self.add_optimizer_variables(variables, "adam_m")
-        self._v = self.add_optimizer_variables(variables, "adam_v")
+    _SLOTS = "adam"
+    _NAME = "AdamWeightDecay"
 
     def _update_fn(self, index):
         hyper = self._moment_hyper(index)
@@ -868,14 +881,9 @@ class AdamWeightDecay(_BertOptimizer):
 
         return update
 
-    def get_config(self):
-        config = super().get_config()
-        config.update(beta_1=self.beta_1, beta_2=self.beta_2, epsilon=self.epsilon)
-        return config
-
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class Lamb(_BertOptimizer):
+class Lamb(_AdamMoments):
     """LAMB with BERT's weight-decay exclusions.
 
         m, v as Adam; m_hat = m / (1 - beta_1^t); v_hat = v / (1 - beta_2^t)
@@ -887,39 +895,13 @@ class Lamb(_BertOptimizer):
     Arguments as for `AdamWeightDecay`.
     """
 
-    def __init__(
-        self,
-        learning_rate=0.001,
-        weight_decay_rate=0.0,
-        beta_1=0.9,
-        beta_2=0.999,
-        epsilon=1e-6,
-        exclude_from_weight_decay=DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY,
-        clip_norm=None,
-        gradient_accumulation_steps=1,
-        name="Lamb",
-        **kwargs,
-    ):
-        super().__init__(
-            learning_rate=learning_rate,
-            weight_decay_rate=weight_decay_rate,
-            exclude_from_weight_decay=exclude_from_weight_decay,
-            clip_norm=clip_norm,
-            gradient_accumulation_steps=gradient_accumulation_steps,
-            name=name,
-            **kwargs,
-        )
-        self.beta_1 = beta_1
-        self.beta_2 = beta_2
-        self.epsilon = epsilon
+    _SLOTS = "lamb"
+    _NAME = "Lamb"
 
     def build(self, variables):
         if self.built:
             return
         super().build(variables)
-        self._m = self.add_optimizer_variables(variables, "lamb_m")
-        self._v = self.add_optimizer_variables(variables, "lamb_v")
-
         # Whether each variable is "adapted" (decay + trust ratio): unlike
         # `_decay_flags` this does not depend on weight_decay_rate.
         self._adapt_flags = [
@@ -939,11 +921,6 @@ class Lamb(_BertOptimizer):
                                   (variable, m, v), gradient, learning_rate, t, *hyper)
 
         return update
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(beta_1=self.beta_1, beta_2=self.beta_2, epsilon=self.epsilon)
-        return config
 
 
 # ------------------------------------------------------------------- factory
