@@ -140,8 +140,8 @@ from modeling.checkpoints.targets import assign
 
 __all__ = [
     "AS_IS", "Entry", "GOOGLE_TF1_KEY", "HF_KEY", "Layout", "NameTable", "Split",
-    "TRANSPOSED", "Tied", "each_layer", "fused", "load_by_table", "resolve_getter",
-    "table_arrays", "table_for",
+    "TRANSPOSED", "Tied", "conv1d_block_parts", "each_layer", "fused", "load_by_table",
+    "resolve_getter", "strip_prefix", "table_arrays", "table_for",
 ]
 
 GOOGLE_TF1_KEY = "google_tf1"
@@ -261,6 +261,46 @@ def fused(name, getters, axis=-1, inner=AS_IS, optional=False):
 def each_layer(encoder):
     """`repeat` for tables of one block per layer: `{"layer": i}`."""
     return [{"layer": i} for i in range(encoder.num_hidden_layers)]
+
+
+def strip_prefix(prefix):
+    """A `rename` that drops `prefix` from the stored names starting with it
+    (HF's head models keep the encoder under `transformer.`)."""
+    def rename(name):
+        return name[len(prefix):] if name.startswith(prefix) else name
+    return rename
+
+
+def conv1d_block_parts():
+    """The rows of HF's Conv1D block (`h.{layer}.`: GPT's and GPT-2's names) for a
+    `TransformerBlock` at `encoder.transformer_layers[{layer}]`.
+
+    Conv1D kernels are stored `[in, out]`, as Keras keeps them; `c_attn`
+    holds query, key and value side by side. Returns the parts `(attn, ln_1,
+    mlp, ln_2)`, which a family lists in its checkpoints' order; `ln_1` is
+    the attention half's LayerNorm and `ln_2` the feed-forward half's,
+    before (GPT-2) or after (GPT) each half.
+    """
+    stored = "h.{layer}."
+    attention = "encoder.transformer_layers[{layer}].attention_sublayer."
+    ffn = "encoder.transformer_layers[{layer}].ffn_sublayer."
+
+    def pair(name, getter, suffixes):
+        return tuple(Entry(stored + name + "." + stored_suffix, getter + suffix, AS_IS)
+                     for stored_suffix, suffix in suffixes)
+
+    dense = (("weight", ".kernel"), ("bias", ".bias"))
+    norm = (("weight", ".gamma"), ("bias", ".beta"))
+    attn = (
+        *(entry for suffix, variable in dense for entry in fused(
+            stored + "attn.c_attn." + suffix,
+            [attention + "attention." + part + variable for part in ("query", "key", "value")])),
+        *pair("attn.c_proj", attention + "attention.output_dense", dense),
+    )
+    mlp = (*pair("mlp.c_fc", ffn + "intermediate", dense),
+           *pair("mlp.c_proj", ffn + "output_dense", dense))
+    return attn, pair("ln_1", attention + "layer_norm", norm), mlp, \
+        pair("ln_2", ffn + "layer_norm", norm)
 
 
 def _fields(template):

@@ -33,46 +33,24 @@ from modeling.checkpoints.name_tables import AS_IS
 from modeling.checkpoints.name_tables import Entry
 from modeling.checkpoints.name_tables import NameTable
 from modeling.checkpoints.name_tables import Tied
+from modeling.checkpoints.name_tables import conv1d_block_parts
 from modeling.checkpoints.name_tables import each_layer
-from modeling.checkpoints.name_tables import fused
+from modeling.checkpoints.name_tables import strip_prefix
 
 __all__ = ["HF"]
 
-_B = "encoder.transformer_layers[{layer}]."
-_A = _B + "attention_sublayer."
-_F = _B + "ffn_sublayer."
-_H = "h.{layer}."
-
-
-def _strip_transformer(name):
-    return name[len("transformer."):] if name.startswith("transformer.") else name
-
+_ATTN, _LN_1, _MLP, _LN_2 = conv1d_block_parts()
 
 HF = NameTable(
     entries=(
         Entry("tokens_embed.weight", "encoder.embeddings.wte", AS_IS),
         Entry("positions_embed.weight", "encoder.embeddings.wpe", AS_IS),
-        *fused(_H + "attn.c_attn.weight",
-               [_A + "attention.query.kernel", _A + "attention.key.kernel",
-                _A + "attention.value.kernel"]),
-        *fused(_H + "attn.c_attn.bias",
-               [_A + "attention.query.bias", _A + "attention.key.bias",
-                _A + "attention.value.bias"]),
-        Entry(_H + "attn.c_proj.weight", _A + "attention.output_dense.kernel", AS_IS),
-        Entry(_H + "attn.c_proj.bias", _A + "attention.output_dense.bias", AS_IS),
-        Entry(_H + "ln_1.weight", _A + "layer_norm.gamma", AS_IS),
-        Entry(_H + "ln_1.bias", _A + "layer_norm.beta", AS_IS),
-        Entry(_H + "mlp.c_fc.weight", _F + "intermediate.kernel", AS_IS),
-        Entry(_H + "mlp.c_fc.bias", _F + "intermediate.bias", AS_IS),
-        Entry(_H + "mlp.c_proj.weight", _F + "output_dense.kernel", AS_IS),
-        Entry(_H + "mlp.c_proj.bias", _F + "output_dense.bias", AS_IS),
-        Entry(_H + "ln_2.weight", _F + "layer_norm.gamma", AS_IS),
-        Entry(_H + "ln_2.bias", _F + "layer_norm.beta", AS_IS),
+        *_ATTN, *_LN_1, *_MLP, *_LN_2,  # post-LN: each norm after its half
     ),
     repeat=each_layer,
     encoder_prefixes=("tokens_embed.", "positions_embed.", "h."),
     ignore=((r"^h\.\d+\.attn\.bias$", "buffer, not a weight"),
             (r"^position_ids$", "buffer, not a weight")),
     tied=(Tied("lm_head.weight", "tokens_embed.weight", "encoder"),),
-    rename=_strip_transformer,
+    rename=strip_prefix("transformer."),
 )

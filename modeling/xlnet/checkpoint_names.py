@@ -69,6 +69,7 @@ from modeling.checkpoints.name_tables import Entry
 from modeling.checkpoints.name_tables import NameTable
 from modeling.checkpoints.name_tables import Split
 from modeling.checkpoints.name_tables import Tied
+from modeling.checkpoints.name_tables import strip_prefix
 from modeling.xlnet.objective import LMBiasHead
 
 __all__ = ["CHECKPOINT_HEADS", "GOOGLE_TF1", "HF"]
@@ -87,10 +88,6 @@ def _each_layer(encoder):
     shared = not getattr(encoder, "untie_r", True)
     return [{"layer": i, "biases": "encoder" if shared else "encoder.layers_[%d].rel_attn" % i}
             for i in range(encoder.num_hidden_layers)]
-
-
-def _strip_transformer(name):
-    return name[len("transformer."):] if name.startswith("transformer.") else name
 
 
 HF = NameTable(
@@ -114,7 +111,7 @@ HF = NameTable(
     encoder_prefixes=("word_embedding.", "mask_emb", "layer."),
     head_prefixes=("lm_loss.",),
     tied=(Tied("lm_loss.weight", "word_embedding.weight", "lm"),),
-    rename=_strip_transformer,
+    rename=strip_prefix("transformer."),
 )
 
 
