@@ -65,12 +65,12 @@ class ProcessorError(ValueError):
 # ----------------------------------------------------------------- records
 
 
-class Row(list):
-    """A row of a delimited file: a list of fields that knows where it came from.
+class _Located:
+    """Values read from a file that know where they came from.
 
     Attributes:
       path: the file it was read from.
-      line_number: 1-based line of the file where the row starts.
+      line_number: 1-based line of the file where it starts.
     """
 
     def __init__(self, values, path, line_number):
@@ -84,17 +84,12 @@ class Row(list):
         return "%s:%d" % (self.path, self.line_number)
 
 
-class Record(dict):
+class Row(_Located, list):
+    """A row of a delimited file: a list of fields with `.path` / `.line_number`."""
+
+
+class Record(_Located, dict):
     """A JSON object read from a `.jsonl` line, with `.path` / `.line_number`."""
-
-    def __init__(self, values, path, line_number):
-        super().__init__(values)
-        self.path = path
-        self.line_number = line_number
-
-    @property
-    def location(self):
-        return "%s:%d" % (self.path, self.line_number)
 
 
 class InputExample(object):
