@@ -191,9 +191,11 @@ def _convert_with_framing(sentence, label_map, max_seq_length, tokenizer):
 
     Each word is read as HF reads pre-split words (`is_split_into_words`,
     with a space before every word: RoBERTa's `Ġword`, SentencePiece's
-    `▁word`); the family's framing goes around the pieces (`build_inputs`:
-    `<s> ... </s>`, XLNet's `... <sep> <cls>`), and its first piece of each
-    word carries the word's tag, as in Google's alignment.
+    `▁word`: `word_pieces`); the family's framing goes around the pieces
+    (`build_inputs`: `<s> ... </s>`, XLNet's `... <sep> <cls>`), and the
+    first piece of each word carries the word's tag, HF's `word_ids()` rule
+    (the first position of each word id). The row is padded on the family's
+    side (XLNet's left) with its pad id, as HF's `padding="max_length"`.
     """
     marker = -1
     framed = tokenizer.build_inputs([marker])
@@ -201,9 +203,8 @@ def _convert_with_framing(sentence, label_map, max_seq_length, tokenizer):
     room = max_seq_length - (len(framed.input_ids) - 1)
     ids, labels, mask = [], [], []
     num_words = 0
-    unk = tokenizer.special_tokens.get("unk")
     for word, tag in zip(sentence.words, sentence.tags):
-        pieces = tokenizer.tokenize(" " + word) or ([unk] if unk else [])
+        pieces = tokenizer.word_pieces(word)
         if not pieces or len(ids) >= room:
             break
         pieces = pieces[:room - len(ids)]
@@ -212,15 +213,14 @@ def _convert_with_framing(sentence, label_map, max_seq_length, tokenizer):
         mask.extend([1] + [0] * (len(pieces) - 1))
         num_words += 1
     encoded = tokenizer.build_inputs(ids)
-    before, after = start, len(encoded.input_ids) - start - len(ids)
-    label_ids = [0] * before + labels + [0] * after
-    label_mask = [0] * before + mask + [0] * after
-    padding = max_seq_length - len(encoded.input_ids)
+    after = len(encoded.input_ids) - start - len(ids)
+    input_ids, input_mask, segment_ids, offset = tokenizer.pad(encoded, max_seq_length)
+    before = offset + start
+    after += max_seq_length - len(encoded.input_ids) - offset
     return TaggedFeatures(
-        input_ids=list(encoded.input_ids) + [tokenizer.pad_id] * padding,
-        input_mask=[1] * len(encoded.input_ids) + [0] * padding,
-        segment_ids=list(encoded.segment_ids) + [0] * padding,
-        label_ids=label_ids + [0] * padding, label_mask=label_mask + [0] * padding,
+        input_ids=input_ids, input_mask=input_mask, segment_ids=segment_ids,
+        label_ids=[0] * before + labels + [0] * after,
+        label_mask=[0] * before + mask + [0] * after,
         num_words=num_words, tokens=tokenizer.convert_ids_to_tokens(encoded.input_ids))
 
 

@@ -80,6 +80,10 @@ class PretrainedTokenizer:
 
     special_tokens = {}
     vocab = {}
+    #: Where HF's tokenizer of the family pads (`padding_side`: XLNet's "left").
+    padding_side = "right"
+    #: The token type id of padding positions (HF's `pad_token_type_id`: XLNet's 3).
+    pad_token_type_id = 0
 
     def __init__(self):
         self.inv_vocab = {i: t for t, i in self.vocab.items()}
@@ -164,6 +168,30 @@ class PretrainedTokenizer:
             else:
                 packing.truncate_seq_pair(ids_a, ids_b, room)
         return self.build_inputs(ids_a, ids_b)
+
+    def word_pieces(self, word):
+        """The pieces of one pre-split word, as HF's `is_split_into_words=True` reads it:
+        after a space (RoBERTa's and GPT-2's `Ġword` with `add_prefix_space=True`,
+        SentencePiece's `▁word`; WordPiece ignores it), the unknown token if
+        it has no piece (only control characters), [] without one."""
+        pieces = self.tokenize(" " + word)
+        if not pieces and "unk" in self.special_tokens:
+            pieces = [self.special_tokens["unk"]]
+        return pieces
+
+    def pad(self, encoded, max_seq_length):
+        """`(input_ids, input_mask, segment_ids, offset)` of an `Encoded` padded to
+        `max_seq_length` on the family's `padding_side` with its pad id and pad type id,
+        as HF's `padding="max_length"`; `offset` is the number of pads put before it."""
+        ids, segments = list(encoded.input_ids), list(encoded.segment_ids)
+        extra = max_seq_length - len(ids)
+        if extra < 0:
+            raise ValueError("%d ids do not fit max_seq_length=%d" % (len(ids), max_seq_length))
+        pads, types, mask = ([self.pad_id] * extra, [self.pad_token_type_id] * extra,
+                             [0] * extra)
+        if self.padding_side == "left":
+            return pads + ids, mask + [1] * len(ids), types + segments, extra
+        return ids + pads, [1] * len(ids) + mask, segments + types, 0
 
     def encode(self, text, pair=None, add_special_tokens=True):
         """`Encoded(input_ids, segment_ids)`, as HF's `tokenizer(text, pair)`."""

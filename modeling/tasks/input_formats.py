@@ -40,9 +40,12 @@ Every bad setting or input is a `ClassifierJobError` (or a `DataError` of the
 data) with a one-line message naming the flag, file or line at fault.
 """
 
+import os
+
 from modeling import registry
 
-__all__ = ["ClassifierJobError", "FORMATS", "InputFormat", "format_class_for"]
+__all__ = ["ClassifierJobError", "FORMATS", "InputFormat", "bidirectional_encoder",
+           "check_token_encoder", "format_class_for"]
 
 
 class ClassifierJobError(ValueError):
@@ -57,6 +60,36 @@ def format_class_for(family_name, default):
     if family_name in FORMATS:
         return FORMATS.get(family_name)
     return default
+
+
+def bidirectional_encoder(family):
+    """Whether `family`'s encoder reads each token with the context on both sides, as the
+    token and span tasks need (NER, bi-encoders, span QA): a family with a pooled output
+    or a sentence vector of its own (DistilBERT's first token). A causal language model
+    (GPT's, GPT-2's) registers neither."""
+    return bool(family.has_pooler or family.sentence_vector != "pooled")
+
+
+def check_token_encoder(job, family, task, error, takes=None):
+    """Refuses, in one line, a `family` without a `bidirectional_encoder` for `task`, what
+    the task does with one ("NER tags the words with").
+
+    The message names the folder of `--init_checkpoint` when the family came
+    from one (else `--model_family`), what the family lacks, and the families
+    with a published-folder format that the task takes (`takes(family)`,
+    default any bidirectional one).
+    """
+    if bidirectional_encoder(family):
+        return
+    path = getattr(job, "init_checkpoint", None)
+    where = ("--init_checkpoint=%s" % path if path and os.path.isdir(path)
+             else "--model_family=%s" % family.name)
+    takes = takes or bidirectional_encoder
+    usable = [name for name, other in registry.families.items()
+              if other.hf is not None and bidirectional_encoder(other) and takes(other)]
+    raise error("%s: %s a bidirectional encoder; a %s model is a causal language model (no "
+                "pooled output or sentence vector): use a folder of %s"
+                % (where, task, family.name, ", ".join(usable)))
 
 
 class InputFormat:

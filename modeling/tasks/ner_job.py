@@ -50,6 +50,7 @@ from data import tokenization
 from data.processors import conll
 from modeling import registry
 from modeling.tasks import FineTuningTask
+from modeling.tasks import input_formats
 from modeling.tasks import length_batching
 from modeling.tasks import seqeval
 from modeling.tasks import tagging
@@ -117,11 +118,16 @@ class NerResult:
     output_dir: str
 
 
-def tags_of(sentences, features, predicted_ids, label_list):
-    """Per-sentence predicted tags: the prediction at each word's first piece; O past the cut."""
+def tags_of(sentences, features, predicted_ids, label_list, word_order=False):
+    """Per-sentence predicted tags: the prediction at each word's first piece; O past the cut.
+
+    `word_order`: the rows are already in word order (the tagger's
+    `word_predicted_ids`, word `i` at `i`), not at the features' positions."""
     result = []
     for sentence, feature, row in zip(sentences, features, predicted_ids):
         positions = [i for i, m in enumerate(feature.label_mask) if m]
+        if word_order:
+            positions = range(len(positions))
         tags = [label_list[int(row[p])] for p in positions]
         result.append(tags + ["O"] * (len(sentence.words) - len(tags)))
     return result
@@ -167,6 +173,11 @@ class NerRunner(job_lib.JobRunner):
         if self.tokenizer is None:
             self.check_vocab_matches(self.config)
             self.tokenizer = tokenization.FullTokenizer(job.vocab_file, job.do_lower_case)
+
+    def check_family(self, family):
+        # Any bidirectional encoder (BERT-style, DistilBERT, XLNet); not a causal LM.
+        input_formats.check_token_encoder(self.job, family, "NER tags the words with",
+                                          NerJobError)
 
     def prepare(self):
         self.read_splits()
@@ -240,9 +251,10 @@ class NerRunner(job_lib.JobRunner):
         return length_batching.input_fn(self.job, base, batch_size, mode, groups=TAGGING_GROUPS)
 
     def _predicted_ids(self, trainer, input_fn):
-        """`predicted_ids` `[examples, max_seq_length]`, in input order."""
-        return length_batching.predict(trainer, input_fn, ["predicted_ids"], self.job,
-                                       sequence_outputs=["predicted_ids"])["predicted_ids"]
+        """`word_predicted_ids` `[examples, max_seq_length]` (word order), in input order."""
+        return length_batching.predict(trainer, input_fn, ["word_predicted_ids"], self.job,
+                                       sequence_outputs=["word_predicted_ids"]
+                                       )["word_predicted_ids"]
 
     def build_model(self):
         return tagging.BertTagger.from_config_object(self.config,
@@ -258,7 +270,8 @@ class NerRunner(job_lib.JobRunner):
         results = job_lib.eval_results_from(trainer.evaluate(eval_fn, max_steps=None,
                                                              restore=False))
         predicted = self._predicted_ids(trainer, eval_fn)
-        tags = tags_of(dev, self.dev_features, predicted, self.label_list)
+        tags = tags_of(dev, self.dev_features, predicted, self.label_list,
+                       word_order=True)
         scores = seqeval.entity_scores([s.tags for s in dev], tags)
         results.update(_flat_scores(scores, "eval_"))
         if trainer.is_chief:
@@ -273,7 +286,8 @@ class NerRunner(job_lib.JobRunner):
         job, test = self.job, self.test
         predicted = self._predicted_ids(trainer, self._input_fn(
             "predict.tf_record", job.predict_batch_size, False, length_batching.PREDICT))
-        tags = tags_of(test, self.test_features, predicted, self.label_list)
+        tags = tags_of(test, self.test_features, predicted, self.label_list,
+                       word_order=True)
         path = os.path.join(job.output_dir, "test_predictions.txt")
         scores = seqeval.entity_scores([s.tags for s in test], tags)
         if trainer.is_chief:

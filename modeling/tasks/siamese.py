@@ -16,7 +16,9 @@ question.
 Pooling (`pooling`), over the encoder's `sequence_output` ``[batch, seq, hidden]``
 and `input_mask`:
 
-    cls    the vector at position 0 ([CLS]); no pooler dense layer
+    cls    the vector at position 0 ([CLS]); no pooler dense layer. With
+           ``cls_position="last"`` the last real token's (XLNet's `<cls>`
+           ends its framing), wherever the padding is
     mean   sum of the real tokens' vectors / their number (padding ignored)
     max    element-wise maximum over the real tokens (padding ignored)
 
@@ -63,7 +65,7 @@ from modeling.layers.encoder_models import EncoderModel
 
 __all__ = ["BiEncoder", "POOLINGS", "SIMILARITIES", "LOSSES", "pool", "pairwise_similarity",
            "similarity_matrix", "in_batch_negatives_loss", "softmax_pair_logits",
-           "cosine_regression_loss", "split_features", "FEATURE_NAMES"]
+           "cosine_regression_loss", "split_features", "FEATURE_NAMES", "CLS_POSITIONS"]
 
 POOLINGS = ("cls", "mean", "max")
 SIMILARITIES = ("cosine", "dot")
@@ -78,16 +80,26 @@ def _check_choice(name, value, choices):
                          % (name, name, ", ".join(choices), value))
 
 
-def pool(sequence_output, input_mask, pooling):
+CLS_POSITIONS = ("first", "last")
+
+
+def pool(sequence_output, input_mask, pooling, cls_position="first"):
     """One vector per row of `sequence_output` ``[batch, seq, hidden]`` (float32).
 
     `input_mask` ``[batch, seq]`` is 1 on real tokens; padding never changes
     "mean" or "max". A row without any real token pools to zeros.
+    `cls_position`: where "cls" reads, position 0 ("first") or the last real
+    token ("last", padding on either side).
     """
     _check_choice("pooling", pooling, POOLINGS)
+    _check_choice("cls_position", cls_position, CLS_POSITIONS)
     sequence_output = tf.cast(sequence_output, tf.float32)
     if pooling == "cls":
-        return sequence_output[:, 0, :]
+        if cls_position == "first":
+            return sequence_output[:, 0, :]
+        positions = tf.range(tf.shape(input_mask)[1])[None, :]
+        last = tf.reduce_max(tf.where(tf.cast(input_mask, tf.bool), positions, 0), axis=1)
+        return tf.gather(sequence_output, last, axis=1, batch_dims=1)
     mask = tf.cast(input_mask, tf.float32)[:, :, None]
     if pooling == "mean":
         total = tf.reduce_sum(sequence_output * mask, axis=1)
@@ -186,6 +198,8 @@ class BiEncoder(EncoderModel, keras.Model):
         encoder: a BERT-shaped encoder (`bert`, `albert`, ...: called with a
             feature dict, returns `sequence_output`).
         pooling: "cls", "mean" or "max".
+        cls_position: where "cls" pooling reads: "first" ([CLS] first) or
+            "last" (the last real token: a framing that ends with it, XLNet's).
         similarity: "cosine" or "dot" (the score, and the in-batch logits).
         loss: "in_batch", "softmax" or "cosine".
         scale: multiplies the in-batch similarities (1 / temperature).
@@ -196,18 +210,21 @@ class BiEncoder(EncoderModel, keras.Model):
     """
 
     def __init__(self, encoder, pooling="mean", similarity="cosine", loss="in_batch",
-                 scale=DEFAULT_SCALE, num_labels=None, initializer_range=None, **kwargs):
+                 scale=DEFAULT_SCALE, num_labels=None, initializer_range=None,
+                 cls_position="first", **kwargs):
         kwargs.setdefault("name", "bi_encoder")
         super().__init__(**kwargs)
         _check_choice("pooling", pooling, POOLINGS)
         _check_choice("similarity", similarity, SIMILARITIES)
         _check_choice("loss", loss, LOSSES)
+        _check_choice("cls_position", cls_position, CLS_POSITIONS)
         if not float(scale) > 0:
             raise ValueError("scale (--scale) must be positive, got %r" % (scale,))
         if loss == "softmax" and (not num_labels or int(num_labels) < 2):
             raise ValueError("loss=softmax needs num_labels >= 2, got %r" % (num_labels,))
         self.encoder = encoder
         self.pooling = pooling
+        self.cls_position = cls_position
         self.similarity = similarity
         self.loss_type = loss
         self.scale = float(scale)
@@ -231,7 +248,8 @@ class BiEncoder(EncoderModel, keras.Model):
     def encode(self, features, training=None):
         """Pooled float32 vectors ``[batch, hidden]`` of one text per row."""
         outputs = self.encoder(dict(features), training=training)
-        return pool(outputs["sequence_output"], features["input_mask"], self.pooling)
+        return pool(outputs["sequence_output"], features["input_mask"], self.pooling,
+                    self.cls_position)
 
     def call(self, features, training=None):
         """``u``, ``v`` (pooled vectors of a and b), ``score`` (their similarity);
@@ -280,4 +298,4 @@ class BiEncoder(EncoderModel, keras.Model):
         return self.encoder_model_config(
             pooling=self.pooling, similarity=self.similarity, loss=self.loss_type,
             scale=self.scale, num_labels=self.num_labels,
-            initializer_range=self.initializer_range)
+            initializer_range=self.initializer_range, cls_position=self.cls_position)

@@ -150,6 +150,16 @@ def retrieval_metrics(query_vectors, candidate_vectors, targets, similarity="cos
     return results
 
 
+def _cls_position(tokenizer):
+    """"last" when the tokenizer's framing ends with its cls token (XLNet's `text <sep>
+    <cls>`), else "first" (`[CLS] text [SEP]`, `<s> text </s>`)."""
+    if hasattr(tokenizer, "build_inputs") and "cls" in tokenizer.special_tokens:
+        ids = tokenizer.build_inputs([]).input_ids
+        if ids and ids[-1] == tokenizer.token_id("cls") and ids[0] != ids[-1]:
+            return "last"
+    return "first"
+
+
 class SiameseRunner(job_lib.JobRunner):
     """`run`'s steps: the common job shape (`modeling.training.job`) with the bi-encoder's hooks."""
 
@@ -190,10 +200,9 @@ class SiameseRunner(job_lib.JobRunner):
             self.tokenizer = tokenization.FullTokenizer(job.vocab_file, job.do_lower_case)
 
     def check_family(self, family):
-        if not family.has_pooler:
-            raise SiameseJobError("--model_family=%s: the bi-encoder packs [CLS] text [SEP] for "
-                                  "a BERT-style encoder family (e.g. bert, albert)"
-                                  % self.job.model_family)
+        # Any bidirectional encoder (BERT-style, DistilBERT, XLNet); not a causal LM.
+        input_formats.check_token_encoder(
+            self.job, family, "the bi-encoder pools the states of", SiameseJobError)
 
     def _read(self, name, default, set_type, labels=None):
         return self.read_split(
@@ -244,7 +253,8 @@ class SiameseRunner(job_lib.JobRunner):
         job, label_list = self.job, self.label_list
         return siamese.BiEncoder.from_config_object(
             self.config, family=self.family, pooling=job.pooling, similarity=job.similarity,
-            loss=job.loss, scale=job.scale, num_labels=len(label_list) if label_list else None)
+            loss=job.loss, scale=job.scale, num_labels=len(label_list) if label_list else None,
+            cls_position=_cls_position(self.tokenizer))
 
     def train_input_fn(self):
         return self._input_fn("train.tf_record", self.job.train_batch_size, True)

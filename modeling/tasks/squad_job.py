@@ -174,8 +174,10 @@ class SquadRunner(job_lib.JobRunner):
         # A bidirectional encoder of question and document: BERT-style families,
         # DistilBERT (no pooler, its first token); not GPT's, XLNet's, ... own
         # input formats, nor a causal LM.
-        bidirectional = family.has_pooler or family.sentence_vector != "pooled"
-        if not bidirectional or self.job.model_family in input_formats.FORMATS:
+        input_formats.check_token_encoder(
+            self.job, family, "span QA packs question and document for", SquadJobError,
+            takes=lambda f: f.name not in input_formats.FORMATS)
+        if self.job.model_family in input_formats.FORMATS:
             raise SquadJobError(
                 "--model_family=%s: span QA packs [CLS] question [SEP] document [SEP] for a "
                 "bidirectional encoder; use a BERT-style family (e.g. bert, albert, roberta, "

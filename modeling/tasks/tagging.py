@@ -26,6 +26,10 @@ is computed after `predict` (`modeling.tasks.seqeval`).
 
     >>> model = BertTagger.from_config_object(bert_config, num_labels=9, use_crf=True)
     >>> model(features)["predicted_ids"].shape     # [batch, seq]
+
+``word_predicted_ids`` holds the same predictions in word order (word `i` of
+row `b` at `[b, i]`), which is what the job reads: it does not depend on where
+the padding is (XLNet pads on the left) nor on batches cut to their length.
 """
 
 import keras
@@ -35,7 +39,7 @@ from modeling import registry
 from modeling.layers.encoder_models import EncoderModel
 
 __all__ = ["BertTagger", "crf_sequence_score", "crf_log_norm", "viterbi_decode",
-           "compact_positions"]
+           "compact_positions", "word_order"]
 
 
 def crf_sequence_score(potentials, tags, lengths, transitions, start, end):
@@ -116,6 +120,16 @@ def compact_positions(label_mask):
     return positions, tf.reduce_sum(label_mask, axis=1)
 
 
+def word_order(values, label_mask):
+    """`values [B, S]` at the labelled positions, in order, left-aligned: `[B, S]`, 0 past
+    each row's word count. Where the words are does not matter (padding on either
+    side, batches cut to their length): row `b`'s word `i` is at `[b, i]`."""
+    positions, lengths = compact_positions(label_mask)
+    gathered = tf.gather(values, positions, batch_dims=1)
+    keep = tf.sequence_mask(lengths, tf.shape(values)[1])
+    return tf.where(keep, gathered, tf.zeros_like(gathered))
+
+
 @keras.saving.register_keras_serializable(package="bert_family")
 class BertTagger(EncoderModel, keras.Model):
     """An encoder plus a dense tag layer per token, optionally a CRF.
@@ -177,6 +191,9 @@ class BertTagger(EncoderModel, keras.Model):
             outputs["predicted_ids"] = tf.gather(path, inverse, batch_dims=1)
         else:
             outputs["predicted_ids"] = tf.argmax(logits, axis=-1, output_type=tf.int32)
+        if "label_mask" in features:
+            outputs["word_predicted_ids"] = word_order(outputs["predicted_ids"],
+                                                       features["label_mask"])
         return outputs
 
     def compute_loss_and_metrics(self, features, training=None):

@@ -27,6 +27,7 @@ The tokenizer is `modeling.xlnet.tokenizer.XLNetTokenizer` over
 """
 
 from modeling.pretrained.formats import HFFormat
+from modeling.pretrained.tokenizers import tokenizer_config
 from modeling.xlnet.config import XLNetConfig
 from modeling.xlnet.tokenizer import XLNetTokenizer
 
@@ -58,7 +59,12 @@ def config_to_hf(config, model_type="xlnet"):
 
 def read_tokenizer(folder, config=None):
     del config  # the folder's spiece.model and settings are the whole tokenizer
-    return XLNetTokenizer.from_folder(folder)
+    tokenizer = XLNetTokenizer.from_folder(folder)
+    # HF's XLNet tokenizers pad on the left, with token type 3 (the `<cls>`
+    # summary stays at the last position); a folder's settings may say otherwise.
+    tokenizer.padding_side = tokenizer_config(folder).get("padding_side", "left")
+    tokenizer.pad_token_type_id = 3
+    return tokenizer
 
 
 HF_FORMAT = HFFormat(
