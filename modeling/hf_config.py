@@ -25,7 +25,24 @@ import json
 
 from data import atomic
 
-__all__ = ["HFConfig", "OpenAIConfig", "check_field"]
+__all__ = ["HF_ACTIVATIONS", "HFConfig", "OpenAIConfig", "check_field"]
+
+# HF's activation names (BERT's and DistilBERT's) -> this project's
+# (`modeling.layers.get_activation`). HF's "gelu" is the exact erf GELU, the
+# same function as Google's "gelu"; "gelu_new", "gelu_pytorch_tanh" and
+# "gelu_fast" are all the tanh approximation, written differently.
+HF_ACTIVATIONS = {
+    "gelu": "gelu",
+    "gelu_python": "gelu",
+    "gelu_new": "gelu_new",
+    "gelu_pytorch_tanh": "gelu_new",
+    "gelu_fast": "gelu_new",
+    "relu": "relu",
+    "silu": "silu",
+    "swish": "swish",
+    "tanh": "tanh",
+    "linear": "linear",
+}
 
 _OPTIONAL_KINDS = ("optional_int", "optional_id", "optional_count")
 _INTEGER_KINDS = ("int", "optional_int", "optional_id", "count", "optional_count",

@@ -28,8 +28,6 @@ enough of them, windows otherwise), as in `data.pretraining.dynamic_masking`.
 Features: int32 `input_ids` and `input_mask` `[batch, max_seq_length]`.
 """
 
-import random
-
 import tensorflow as tf
 
 from data import corpus as corpus_lib
@@ -91,11 +89,7 @@ def _pack_file(path, tokenizer, window, eot, lines_per_block, max_line_bytes):
         ids = tokenizer.tokenize(text)  # one row per line, empty for those
         return ids.flat_values, ids.row_lengths(), blank, tf.constant(False)
 
-    blocks = lines.map(tokenize_block, num_parallel_calls=tf.data.AUTOTUNE)
-    end = tf.data.Dataset.from_tensors((
-        tf.zeros([0], tf.int32), tf.zeros([0], tf.int64), tf.zeros([0], tf.bool),
-        tf.constant(True)))
-    blocks = blocks.concatenate(end)
+    blocks = text_windows.tokenized_blocks(lines, tokenize_block)
 
     # State: a document is open (a non-blank line since the last eot), and
     # the tokens of the unfinished window.
@@ -168,15 +162,10 @@ def causal_lm_dataset(input_patterns, vocab_file, merges_file, max_seq_length, b
     """
     if max_seq_length < 2:
         raise ValueError("max_seq_length must be at least 2, got %d" % max_seq_length)
-    files = corpus_lib.expand_file_patterns(input_patterns)
-    if repeat is None:
-        repeat = is_training
+    files, repeat, seed, batch_size = text_windows.read_settings(
+        input_patterns, is_training, batch_size, repeat, seed, input_context)
     if drop_remainder is None:
         drop_remainder = is_training
-    if seed is None:
-        seed = random.SystemRandom().randrange(2 ** 31)
-    if input_context is not None:
-        batch_size = input_context.get_per_replica_batch_size(batch_size)
     if tokenizer is None:
         tokenizer = byte_bpe.GraphByteBPETokenizer(vocab_file, merges_file)
     eot = _end_of_text_id(tokenizer, vocab_file)

@@ -77,8 +77,6 @@ Example:
 >>> sorted(next(iter(ds)))   # the keys of pretraining_feature_spec
 """
 
-import random
-
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -205,11 +203,7 @@ def _pack_file(path, tokenizer, window, packing, sep_id, lines_per_block,
         ids = tokenizer.tokenize(block)
         return ids.flat_values, ids.row_lengths(), blank, tf.constant(False)
 
-    blocks = lines.map(tokenize_block, num_parallel_calls=tf.data.AUTOTUNE)
-    end = tf.data.Dataset.from_tensors((
-        tf.zeros([0], tf.int32), tf.zeros([0], tf.int64), tf.zeros([0], tf.bool),
-        tf.constant(True)))
-    blocks = blocks.concatenate(end)
+    blocks = text_windows.tokenized_blocks(lines, tokenize_block)
     # State: documents counted so far, document of the last token seen (-1:
     # none yet), and the tokens of the open (last, unfinished) window.
     initial_state = (tf.constant(0, tf.int64), tf.constant(-1, tf.int64),
@@ -385,13 +379,8 @@ def roberta_dataset(input_patterns, vocab_file, do_lower_case, max_seq_length,
         raise ValueError("max_seq_length must be at least 3, got %d" % max_seq_length)
     if max_predictions_per_seq < 1:
         raise ValueError("max_predictions_per_seq must be at least 1")
-    files = corpus_lib.expand_file_patterns(input_patterns)
-    if repeat is None:
-        repeat = is_training
-    if seed is None:
-        seed = random.SystemRandom().randrange(2 ** 31)
-    if input_context is not None:
-        batch_size = input_context.get_per_replica_batch_size(batch_size)
+    files, repeat, seed, batch_size = text_windows.read_settings(
+        input_patterns, is_training, batch_size, repeat, seed, input_context)
     pipeline_id = input_context.input_pipeline_id if input_context else 0
 
     vocab = tokenization.load_vocab(vocab_file)

@@ -5,11 +5,48 @@ the causal LM's packing): each file becomes a dataset of fixed-size windows
 through a `pack(path)` function of the caller's; the files are sharded
 between input pipelines when there are enough of them (windows otherwise),
 read in parallel and shuffled when training, and the windows batched.
+
+`read_settings` resolves what every such pipeline's arguments leave open;
+inside `pack`, `tokenized_blocks` tokenizes a file's lines and ends them with
+a marker element, so that the scan that cuts windows sees the file's end.
 """
+
+import random
 
 import tensorflow as tf
 
-__all__ = ["batched_windows"]
+from data import corpus as corpus_lib
+
+__all__ = ["batched_windows", "read_settings", "tokenized_blocks"]
+
+
+def read_settings(input_patterns, is_training, batch_size, repeat, seed, input_context):
+    """`(files, repeat, seed, batch_size)` of a raw-text pipeline's arguments.
+
+    The files of `input_patterns`; `repeat` None: when training; `seed`
+    None: one drawn; `batch_size` per replica under `input_context`.
+    """
+    files = corpus_lib.expand_file_patterns(input_patterns)
+    if repeat is None:
+        repeat = is_training
+    if seed is None:
+        seed = random.SystemRandom().randrange(2 ** 31)
+    if input_context is not None:
+        batch_size = input_context.get_per_replica_batch_size(batch_size)
+    return files, repeat, seed, batch_size
+
+
+def tokenized_blocks(lines, tokenize_block):
+    """`lines.map(tokenize_block)` and one end marker after them.
+
+    `tokenize_block(block)` gives `(ids, row_lengths, blank, False)`; the
+    marker is `(no ids, no row lengths, no blank flags, True)`.
+    """
+    blocks = lines.map(tokenize_block, num_parallel_calls=tf.data.AUTOTUNE)
+    end = tf.data.Dataset.from_tensors((
+        tf.zeros([0], tf.int32), tf.zeros([0], tf.int64), tf.zeros([0], tf.bool),
+        tf.constant(True)))
+    return blocks.concatenate(end)
 
 
 def batched_windows(files, pack, batch_size, is_training, input_context=None, repeat=False,

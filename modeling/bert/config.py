@@ -47,6 +47,7 @@ import os
 
 from data import atomic
 from modeling import config_schema
+from modeling import hf_config
 
 __all__ = [
     "BertConfig",
@@ -435,21 +436,7 @@ class BertConfig:
 _HF_MARKER_KEYS = ("model_type", "architectures", "layer_norm_eps", "transformers_version")
 
 # HF activation names -> this project's names (`modeling.layers.get_activation`).
-# HF's "gelu" is the exact erf GELU, the same function as Google's "gelu";
-# "gelu_new", "gelu_pytorch_tanh" and "gelu_fast" are all the tanh
-# approximation, written differently.
-_HF_ACTIVATIONS = {
-    "gelu": "gelu",
-    "gelu_python": "gelu",
-    "gelu_new": "gelu_new",
-    "gelu_pytorch_tanh": "gelu_new",
-    "gelu_fast": "gelu_new",
-    "relu": "relu",
-    "silu": "silu",
-    "swish": "swish",
-    "tanh": "tanh",
-    "linear": "linear",
-}
+_HF_ACTIVATIONS = hf_config.HF_ACTIVATIONS
 
 
 def _hf_to_google_dict(hf):

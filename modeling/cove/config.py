@@ -22,7 +22,7 @@ import difflib
 
 from modeling import json_config
 
-__all__ = ["CONFIG_FILE_NAME", "CoveConfig", "CoveConfigError", "load_cove_config"]
+__all__ = ["CONFIG_FILE_NAME", "CoveConfig", "CoveConfigError", "CoveWidths", "load_cove_config"]
 
 CONFIG_FILE_NAME = "cove_config.json"
 
@@ -41,7 +41,26 @@ def _int(name, value, minimum=1):
     return int(value)
 
 
-class CoveConfig(json_config.JsonConfig):
+class CoveWidths:
+    """CoVe's derived sizes, of `embedding_size`, `hidden_size` and
+    `num_encoder_layers` (a `CoveConfig`'s and a `CoveNetwork`'s)."""
+
+    @property
+    def output_size(self):
+        """Width of the encoder's outputs (forward and backward side by side)."""
+        return 2 * self.hidden_size
+
+    @property
+    def feature_size(self):
+        """Width of CoVe's downstream input: [word vectors ; encoder outputs]."""
+        return self.embedding_size + 2 * self.hidden_size
+
+    @property
+    def num_hidden_layers(self):
+        return self.num_encoder_layers
+
+
+class CoveConfig(CoveWidths, json_config.JsonConfig):
     """CoVe's sizes (see the module docstring).
 
     Args:
@@ -74,20 +93,6 @@ class CoveConfig(json_config.JsonConfig):
         self.dropout = float(dropout)
 
     # ------------------------------------------------------- generic names
-
-    @property
-    def output_size(self):
-        """Width of the encoder's outputs (forward and backward side by side)."""
-        return 2 * self.hidden_size
-
-    @property
-    def feature_size(self):
-        """Width of CoVe's downstream input: [word vectors ; encoder outputs]."""
-        return self.embedding_size + 2 * self.hidden_size
-
-    @property
-    def num_hidden_layers(self):
-        return self.num_encoder_layers
 
     @property
     def hidden_dropout_prob(self):

@@ -51,6 +51,7 @@ the targets' unigram frequencies.
 import keras
 import tensorflow as tf
 
+from modeling.cove.config import CoveWidths
 from modeling.layers.common import PACKAGE as _PACKAGE
 from modeling.layers.config_fields import ConfigFields
 
@@ -65,7 +66,7 @@ def _lengths(mask):
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class CoveNetwork(ConfigFields, keras.Model):
+class CoveNetwork(CoveWidths, ConfigFields, keras.Model):
     """CoVe's encoder-decoder (see the module docstring).
 
     Args: the fields of `CoveConfig`, and Keras `Model` arguments (`name`, `dtype`).
@@ -150,18 +151,6 @@ class CoveNetwork(ConfigFields, keras.Model):
         """The source word vectors (the encoder contract's table; checkpoint loading finds
         the network by it)."""
         return self.source_embeddings.embeddings
-
-    @property
-    def output_size(self):
-        return 2 * self.hidden_size
-
-    @property
-    def feature_size(self):
-        return self.embedding_size + 2 * self.hidden_size
-
-    @property
-    def num_hidden_layers(self):
-        return self.num_encoder_layers
 
     # -------------------------------------------------------------- encoder
 

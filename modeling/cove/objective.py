@@ -19,8 +19,7 @@ import tensorflow as tf
 
 from modeling import registry
 from modeling.layers.common import PACKAGE as _PACKAGE
-from modeling.objectives.base import Objective
-from modeling.objectives.base import perplexities
+from modeling.objectives.base import PerplexityObjective
 from modeling.objectives.base import token_scores
 
 __all__ = ["TranslationObjective", "shifted_targets"]
@@ -38,13 +37,15 @@ def shifted_targets(target_ids, target_mask=None):
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class TranslationObjective(Objective):
+class TranslationObjective(PerplexityObjective):
     """Teacher-forced target-word cross-entropy of an encoder-decoder (`CoveNetwork`).
 
     Args:
         target_vocab_size: words of the decoder's softmax (for the baseline).
         loss_weight: see `Objective`.
     """
+
+    _VOCAB = "target_vocab_size"
 
     def __init__(self, target_vocab_size, loss_weight=1.0, **kwargs):
         kwargs.setdefault("name", "translation")
@@ -78,17 +79,6 @@ class TranslationObjective(Objective):
             return ids[:, 1:].reshape(-1).tolist()
         keep = (mask[:, 1:] > 0) & (mask[:, :-1] > 0)
         return ids[:, 1:][keep].tolist()
-
-    def baseline_num_classes(self):
-        return self.target_vocab_size
-
-    def derived_metrics(self, results):
-        return perplexities(results, self.name, self.baseline_kind)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(target_vocab_size=self.target_vocab_size)
-        return config
 
 
 @registry.objectives.register("translation")

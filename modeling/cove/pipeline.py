@@ -37,48 +37,17 @@ from data import atomic
 from data import corpus as corpus_lib
 from data import tokenization
 from data import word_vocab as vocab_lib
+from data.parallel_text import EVAL_EVERY
+from data.parallel_text import ParallelFileError
+from data.parallel_text import read_pairs
+from data.parallel_text import split_pairs
+from data.pretraining.generated_input import generated_input_fn
 from modeling import registry
 from modeling.recipes.pipelines.base import Pipeline
 
 __all__ = ["CovePipeline", "ParallelFileError", "pair_features", "read_pairs", "split_pairs"]
 
 SAMPLE_PARALLEL_FILE = "data/sample/parallel_en_zh.tsv"
-EVAL_EVERY = 10
-
-
-class ParallelFileError(ValueError):
-    """A parallel file line that is not `source<TAB>target` (the message names file and line)."""
-
-
-def read_pairs(path):
-    """Yields `(line number, source, target)` of a `source<TAB>target` file; blank lines skipped.
-
-    Raises:
-        ParallelFileError: a line without exactly one tab, with an empty side,
-            or not UTF-8 (naming the file and line).
-    """
-    with corpus_lib.open_file(path) as f:
-        for lineno, raw in enumerate(f, 1):
-            try:
-                line = raw.decode("utf-8").rstrip("\r\n")
-            except UnicodeDecodeError as e:
-                raise ParallelFileError("%s:%d: not UTF-8 (%s); expected source<TAB>target"
-                                        % (path, lineno, e.reason)) from None
-            if not line.strip():
-                continue
-            parts = line.split("\t")
-            if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
-                raise ParallelFileError(
-                    "%s:%d: expected source<TAB>target (one tab, two non-empty sides), got "
-                    "%d field(s): %r" % (path, lineno, len(parts), line[:80]))
-            yield lineno, parts[0].strip(), parts[1].strip()
-
-
-def split_pairs(pairs, eval_every=EVAL_EVERY):
-    """`(train, held_out)`: every `eval_every`-th pair (the 10th, 20th, ...) held out."""
-    held_out = [p for i, p in enumerate(pairs) if i % eval_every == eval_every - 1]
-    train = [p for i, p in enumerate(pairs) if i % eval_every != eval_every - 1]
-    return train, held_out
 
 
 def _ids(words, vocab, max_seq_length):
@@ -173,33 +142,10 @@ class CovePipeline(Pipeline):
         files = corpus_lib.expand_file_patterns(inputs)
         vocab = self.vocabulary()
         max_len = self.options.max_seq_length
-        seed = self.options.seed
-        if seed is None:
-            seed = random.SystemRandom().randrange(2 ** 31)
-
-        def input_fn(input_context=None):
-            pipelines = input_context.num_input_pipelines if input_context else 1
-            pipeline_id = input_context.input_pipeline_id if input_context else 0
-            per_replica = (input_context.get_per_replica_batch_size(batch_size)
-                           if input_context else batch_size)
-            epochs = [0]
-
-            def generate():
-                epoch_seed = None
-                if is_training:
-                    epoch_seed = seed + 1000003 * epochs[0]
-                    epochs[0] += 1
-                for number, (source, target) in enumerate(self._pairs(files, epoch_seed)):
-                    if number % pipelines == pipeline_id:
-                        yield pair_features(source, target, vocab, max_len)
-
-            spec = tf.TensorSpec([max_len], tf.int32)
-            signature = {"input_ids": spec, "input_mask": spec,
-                         "target_ids": spec, "target_mask": spec}
-            d = tf.data.Dataset.from_generator(generate, output_signature=signature)
-            if is_training:
-                d = d.repeat().shuffle(4096, seed=seed)
-            d = d.batch(per_replica, drop_remainder=is_training)
-            return d.prefetch(tf.data.AUTOTUNE)
-
-        return input_fn
+        spec = tf.TensorSpec([max_len], tf.int32)
+        signature = {"input_ids": spec, "input_mask": spec,
+                     "target_ids": spec, "target_mask": spec}
+        return generated_input_fn(
+            lambda shuffle_seed: self._pairs(files, shuffle_seed),
+            lambda pair: pair_features(pair[0], pair[1], vocab, max_len),
+            signature, is_training, batch_size, self.options.seed)

@@ -72,19 +72,7 @@ DISTILBERT_SCHEMA = config_schema.ConfigSchema(
     model_types=("distilbert",))
 
 # HF activation names -> this project's (`modeling.layers.get_activation`).
-# HF's "gelu" is the exact erf GELU; the "gelu_new" spellings the tanh one.
-HF_ACTIVATIONS = {
-    "gelu": "gelu",
-    "gelu_python": "gelu",
-    "gelu_new": "gelu_new",
-    "gelu_pytorch_tanh": "gelu_new",
-    "gelu_fast": "gelu_new",
-    "relu": "relu",
-    "silu": "silu",
-    "swish": "swish",
-    "tanh": "tanh",
-    "linear": "linear",
-}
+HF_ACTIVATIONS = hf_config.HF_ACTIVATIONS
 
 
 class DistilBertConfig(hf_config.HFConfig):

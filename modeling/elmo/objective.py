@@ -35,8 +35,7 @@ import tensorflow as tf
 
 from modeling import registry
 from modeling.layers.common import PACKAGE as _PACKAGE
-from modeling.objectives.base import Objective
-from modeling.objectives.base import perplexities
+from modeling.objectives.base import PerplexityObjective
 from modeling.objectives.base import _per_example_cross_entropy
 from modeling.objectives.base import _stat
 
@@ -60,7 +59,7 @@ def direction_targets(input_ids, input_mask=None):
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class BidirectionalLMObjective(Objective):
+class BidirectionalLMObjective(PerplexityObjective):
     """Forward and backward next-word prediction with one shared softmax.
 
     Args:
@@ -175,15 +174,9 @@ class BidirectionalLMObjective(Objective):
             keep = (mask[:, 1:] > 0) & (mask[:, :-1] > 0)
         return ids[:, 1:][keep].tolist() + ids[:, :-1][keep].tolist()
 
-    def baseline_num_classes(self):
-        return self.vocab_size
-
-    def derived_metrics(self, results):
-        return perplexities(results, self.name, self.baseline_kind)
-
     def get_config(self):
         config = super().get_config()
-        config.update(vocab_size=self.vocab_size, projection_dim=self.projection_dim,
+        config.update(projection_dim=self.projection_dim,
                       n_negative_samples=self.n_negative_samples, dropout=self.dropout)
         return config
 

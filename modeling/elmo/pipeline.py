@@ -33,6 +33,7 @@ import tensorflow as tf
 from data import corpus as corpus_lib
 from data import tokenization
 from data import word_vocab as vocab_lib
+from data.pretraining.generated_input import generated_input_fn
 from modeling import registry
 from modeling.recipes.pipelines.base import Pipeline
 
@@ -135,35 +136,12 @@ class ElmoPipeline(Pipeline):
         max_len = self.options.max_seq_length
         max_chars = self.max_characters_per_token
         encoder = _Encoder(vocab, max_chars)
-        seed = self.options.seed
-        if seed is None:
-            seed = random.SystemRandom().randrange(2 ** 31)
-
-        def input_fn(input_context=None):
-            pipelines = input_context.num_input_pipelines if input_context else 1
-            pipeline_id = input_context.input_pipeline_id if input_context else 0
-            per_replica = (input_context.get_per_replica_batch_size(batch_size)
-                           if input_context else batch_size)
-            epochs = [0]
-
-            def generate():
-                epoch_seed = None
-                if is_training:
-                    epoch_seed = seed + 1000003 * epochs[0]
-                    epochs[0] += 1
-                for number, words in enumerate(self._sentences(files, epoch_seed)):
-                    if number % pipelines == pipeline_id:
-                        yield sentence_features(words, vocab, max_len, max_chars, encoder)
-
-            signature = {
-                "input_ids": tf.TensorSpec([max_len], tf.int32),
-                "input_mask": tf.TensorSpec([max_len], tf.int32),
-                "char_ids": tf.TensorSpec([max_len, max_chars], tf.int32),
-            }
-            d = tf.data.Dataset.from_generator(generate, output_signature=signature)
-            if is_training:
-                d = d.repeat().shuffle(4096, seed=seed)
-            d = d.batch(per_replica, drop_remainder=is_training)
-            return d.prefetch(tf.data.AUTOTUNE)
-
-        return input_fn
+        signature = {
+            "input_ids": tf.TensorSpec([max_len], tf.int32),
+            "input_mask": tf.TensorSpec([max_len], tf.int32),
+            "char_ids": tf.TensorSpec([max_len, max_chars], tf.int32),
+        }
+        return generated_input_fn(
+            lambda shuffle_seed: self._sentences(files, shuffle_seed),
+            lambda words: sentence_features(words, vocab, max_len, max_chars, encoder),
+            signature, is_training, batch_size, self.options.seed)

@@ -28,8 +28,7 @@ import tensorflow as tf
 
 from modeling import registry
 from modeling.layers.common import PACKAGE as _PACKAGE
-from modeling.objectives.base import Objective
-from modeling.objectives.base import perplexities
+from modeling.objectives.base import PerplexityObjective
 from modeling.objectives.base import _Ref
 from modeling.objectives.base import token_scores
 
@@ -37,7 +36,7 @@ __all__ = ["MassObjective"]
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class MassObjective(Objective):
+class MassObjective(PerplexityObjective):
     """Fragment (or target sentence) prediction by the attached `MassNetwork`'s decoder.
 
     Args:
@@ -87,17 +86,6 @@ class MassObjective(Objective):
 
     def baseline_targets(self, features):
         return features["decoder_target_ids"][features["decoder_target_weights"] > 0]
-
-    def baseline_num_classes(self):
-        return self.vocab_size
-
-    def derived_metrics(self, results):
-        return perplexities(results, self.name, self.baseline_kind)
-
-    def get_config(self):
-        config = super().get_config()
-        config["vocab_size"] = self.vocab_size
-        return config
 
 
 @registry.objectives.register("mass")

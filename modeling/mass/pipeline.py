@@ -60,12 +60,12 @@ Features (int32 unless noted), `L = max_seq_length`,
 """
 
 import numbers
-import random
 
 import tensorflow as tf
 
 from data import corpus as corpus_lib
 from data import tokenization
+from data.pretraining import text_windows
 from data.tokenizers import wordpiece
 from modeling import registry
 from modeling.recipes.pipelines.base import Pipeline
@@ -219,13 +219,8 @@ def mass_dataset(input_patterns, vocab_file, do_lower_case, max_seq_length, batc
     check_fragment_replacement(fragment_replacement)
     if max_seq_length < 3:
         raise ValueError("max_seq_length must be at least 3, got %d" % max_seq_length)
-    files = corpus_lib.expand_file_patterns(input_patterns)
-    if repeat is None:
-        repeat = is_training
-    if seed is None:
-        seed = random.SystemRandom().randrange(2 ** 31)
-    if input_context is not None:
-        batch_size = input_context.get_per_replica_batch_size(batch_size)
+    files, repeat, seed, batch_size = text_windows.read_settings(
+        input_patterns, is_training, batch_size, repeat, seed, input_context)
     num_pipelines = input_context.num_input_pipelines if input_context else 1
     pipeline_id = input_context.input_pipeline_id if input_context else 0
     ids = special_ids(vocab_file)

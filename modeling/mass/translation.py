@@ -44,6 +44,9 @@ import tensorflow as tf
 
 from data import atomic
 from data import tokenization
+from data.parallel_text import ParallelFileError
+from data.parallel_text import read_pairs
+from data.parallel_text import split_pairs
 from data.pretraining.baselines import unigram_statistics
 from modeling import checkpoints
 from modeling.mass import bleu
@@ -63,10 +66,6 @@ __all__ = ["ParallelFileError", "TranslationJob", "TranslationRunner", "detokeni
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAMPLE_PARALLEL_FILE = os.path.join(REPO_ROOT, "data", "sample", "parallel_en_zh.tsv")
 SAMPLE_VOCAB_FILE = os.path.join(REPO_ROOT, "data", "sample", "vocab.txt")
-
-
-class ParallelFileError(ValueError):
-    """A parallel file line that is not `source<TAB>target`."""
 
 
 @dataclasses.dataclass
@@ -124,35 +123,11 @@ def read_parallel_file(path):
         ParallelFileError: naming the file and line of a line without exactly
             one tab, with an empty side, or not UTF-8.
     """
-    pairs = []
-    with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            try:
-                line = raw.decode("utf-8").rstrip("\r\n")
-            except UnicodeDecodeError as e:
-                raise ParallelFileError("%s:%d: not UTF-8 (%s); expected source<TAB>target"
-                                        % (path, lineno, e.reason)) from None
-            if not line.strip():
-                continue
-            parts = line.split("\t")
-            if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
-                raise ParallelFileError(
-                    "%s:%d: expected source<TAB>target (one tab, two non-empty sides), got %d "
-                    "field(s): %r" % (path, lineno, len(parts), line[:80]))
-            pairs.append((parts[0].strip(), parts[1].strip()))
+    pairs = [(source, target) for _, source, target in read_pairs(path)]
     if not pairs:
         raise ParallelFileError("%s: no sentence pairs; expected source<TAB>target lines"
                                 % path)
     return pairs
-
-
-def split_pairs(pairs, eval_every=10):
-    """`(train, held_out)`: every `eval_every`-th pair (the 10th, 20th, ...) held out."""
-    if eval_every < 2:
-        raise ValueError("eval_every must be at least 2, got %r" % (eval_every,))
-    held_out = [p for i, p in enumerate(pairs) if i % eval_every == eval_every - 1]
-    train = [p for i, p in enumerate(pairs) if i % eval_every != eval_every - 1]
-    return train, held_out
 
 
 def encode_pairs(pairs, tokenizer, ids, max_seq_length, source_language_id,

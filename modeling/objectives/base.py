@@ -67,8 +67,8 @@ from data.pretraining.baselines import unigram_statistics
 from modeling.layers.common import PACKAGE as _PACKAGE
 from modeling.layers.encoder_models import EncoderModel
 
-__all__ = ["BertPretrainer", "Objective", "Pretrainer", "head_kwargs", "perplexities",
-           "sparse_cross_entropy"]
+__all__ = ["BertPretrainer", "Objective", "PerplexityObjective", "Pretrainer", "head_kwargs",
+           "perplexities", "sparse_cross_entropy"]
 
 
 # Below this probability of the label, -log(p) from a float32 softmax loses
@@ -216,6 +216,30 @@ class Objective(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config["loss_weight"] = self.loss_weight
+        return config
+
+
+class PerplexityObjective(Objective):
+    """An objective predicting the tokens of a vocabulary, reporting the
+    perplexities of its loss and of its baseline's (`derived_metrics`).
+
+    `_VOCAB`: the attribute (and config key) of the vocabulary's size, the
+    baseline's classes; `_METRIC`: the metrics' prefix when fixed
+    (`causal_lm_loss`), None: the objective's name.
+    """
+
+    _VOCAB = "vocab_size"
+    _METRIC = None
+
+    def baseline_num_classes(self):
+        return getattr(self, self._VOCAB)
+
+    def derived_metrics(self, results):
+        return perplexities(results, self._METRIC or self.name, self.baseline_kind)
+
+    def get_config(self):
+        config = super().get_config()
+        config[self._VOCAB] = getattr(self, self._VOCAB)
         return config
 
 

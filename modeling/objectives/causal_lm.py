@@ -28,8 +28,7 @@ import tensorflow as tf
 
 from modeling import registry
 from modeling.layers.common import PACKAGE as _PACKAGE
-from modeling.objectives.base import Objective
-from modeling.objectives.base import perplexities
+from modeling.objectives.base import PerplexityObjective
 from modeling.objectives.base import _Ref
 from modeling.objectives.base import tied_logits
 from modeling.objectives.base import token_scores
@@ -53,7 +52,7 @@ def next_token_targets(input_ids, input_mask=None):
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class CausalLMObjective(Objective):
+class CausalLMObjective(PerplexityObjective):
     """Next-token prediction through the attached network's embedding table.
 
     Args:
@@ -64,6 +63,8 @@ class CausalLMObjective(Objective):
     `causal_lm_accuracy`. Outputs: `causal_lm_logits` float32
     `[batch, seq, vocab]` (position t scores token t + 1).
     """
+
+    _METRIC = "causal_lm"
 
     def __init__(self, vocab_size, loss_weight=1.0, **kwargs):
         kwargs.setdefault("name", "causal_lm")
@@ -105,17 +106,6 @@ class CausalLMObjective(Objective):
             return ids[:, 1:].reshape(-1)
         keep = (mask[:, 1:] > 0) & (mask[:, :-1] > 0)
         return ids[:, 1:][keep]
-
-    def baseline_num_classes(self):
-        return self.vocab_size
-
-    def derived_metrics(self, results):
-        return perplexities(results, "causal_lm", self.baseline_kind)
-
-    def get_config(self):
-        config = super().get_config()
-        config["vocab_size"] = self.vocab_size
-        return config
 
 
 @registry.objectives.register("causal_lm")

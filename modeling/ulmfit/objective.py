@@ -47,7 +47,6 @@ from modeling import registry
 from modeling.layers.common import PACKAGE as _PACKAGE
 from modeling.objectives.base import _stat
 from modeling.objectives.base import token_scores
-from modeling.objectives.base import perplexities
 from modeling.objectives.causal_lm import CausalLMObjective
 from modeling.objectives.causal_lm import next_token_targets
 
@@ -102,6 +101,8 @@ class WordLMObjective(CausalLMObjective):
     scores word t + 1). Losses and metrics: `<name>_loss`, `<name>_accuracy`,
     and in training `<name>_ar`, `<name>_tar` (module docstring).
     """
+
+    _METRIC = None  # its metrics carry its name (`word_lm_loss`)
 
     def __init__(self, vocab_size, out_bias=True, alpha=0.0, beta=0.0, loss_weight=1.0,
                  **kwargs):
@@ -161,9 +162,6 @@ class WordLMObjective(CausalLMObjective):
         mask = features.get("input_mask")
         targets = features["target_ids"]
         return targets.reshape(-1) if mask is None else targets[mask > 0]
-
-    def derived_metrics(self, results):
-        return perplexities(results, self.name, self.baseline_kind)
 
     def get_config(self):
         config = super().get_config()

@@ -29,8 +29,7 @@ import tensorflow as tf
 
 from modeling import registry
 from modeling.layers.common import PACKAGE as _PACKAGE
-from modeling.objectives.base import Objective
-from modeling.objectives.base import perplexities
+from modeling.objectives.base import PerplexityObjective
 from modeling.objectives.base import _Ref
 from modeling.objectives.base import tied_logits
 from modeling.objectives.base import token_scores
@@ -52,7 +51,7 @@ class LMBiasHead:
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class PermutationLMObjective(Objective):
+class PermutationLMObjective(PerplexityObjective):
     """Permutation LM through the attached network's query stream and embedding table.
 
     Args:
@@ -63,6 +62,8 @@ class PermutationLMObjective(Objective):
     `permutation_lm_accuracy`. Outputs: `permutation_lm_logits` float32
     `[batch, num_predict, vocab]`.
     """
+
+    _METRIC = "permutation_lm"
 
     def __init__(self, vocab_size, loss_weight=1.0, **kwargs):
         kwargs.setdefault("name", "permutation_lm")
@@ -114,17 +115,6 @@ class PermutationLMObjective(Objective):
 
     def baseline_targets(self, features):
         return features["target_ids"][features["target_weights"] > 0]
-
-    def baseline_num_classes(self):
-        return self.vocab_size
-
-    def derived_metrics(self, results):
-        return perplexities(results, "permutation_lm", self.baseline_kind)
-
-    def get_config(self):
-        config = super().get_config()
-        config["vocab_size"] = self.vocab_size
-        return config
 
 
 @registry.objectives.register("permutation_lm")
