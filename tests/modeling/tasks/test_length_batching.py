@@ -210,6 +210,20 @@ def test_classifier_trimmed_equals_untrimmed(classifier_runs):
     np.testing.assert_allclose(trimmed.test_predictions, full.test_predictions, atol=1e-5)
 
 
+def test_classifier_trimmed_under_mirrored_strategy_equals_one_device(model_files,
+                                                                     classifier_runs):
+    """Two replicas (conftest's two logical CPUs), a graph loop of 3 updates, each replica's
+    batch cut to its own width: the one-device numbers."""
+    # Prediction batches split between the replicas: 4, not the one-device job's 3.
+    mirrored = classifier_job.run(_classifier_job(model_files, "cls_mirrored",
+                                                  distribution_strategy="mirrored",
+                                                  predict_batch_size=4))
+    one = classifier_runs[True]
+    np.testing.assert_allclose(mirrored.eval_results["eval_loss"], one.eval_results["eval_loss"],
+                               atol=1e-5)
+    np.testing.assert_allclose(mirrored.test_predictions, one.test_predictions, atol=1e-5)
+
+
 def test_classifier_batches_are_cut_to_the_buckets(model_files):
     runner = classifier_job.ClassifierRunner(_classifier_job(model_files, "shapes"))
     runner.check()
