@@ -27,7 +27,8 @@ import difflib
 import json
 import os
 
-__all__ = ["ConfigSchema", "GOOGLE_BERT_EXTRA_KEYS", "HF_COMMON_KEYS", "config_file_in"]
+__all__ = ["ConfigSchema", "GOOGLE_BERT_EXTRA_KEYS", "HF_COMMON_KEYS", "config_file_in",
+           "keras_hub_backbone_config"]
 
 # Keys of google-research/bert's released bert_config.json files beside the
 # fields (the Chinese and multilingual models carry them; nothing reads them).
@@ -251,3 +252,32 @@ def config_file_in(path, file_name="config.json"):
             raise FileNotFoundError("No %s in directory %s" % (file_name, path))
         return candidate
     return path
+
+
+def keras_hub_backbone_config(path, backbone, error):
+    """The backbone config of a keras-hub preset's `config.json` at `path`, else None.
+
+    A preset's `config.json` names a `keras_hub` class and holds the
+    backbone's constructor arguments under `config`; a family's config
+    loader reads those with its `HFFormat.keras_hub_config` (so that
+    `--bert_config_file=PRESET/config.json` works as the preset's folder
+    does). Anything else (another file, unreadable JSON) is None: the
+    family's own reader reports it. A preset of another backbone than
+    `backbone` (the family's class name) is `error`, one line (the caller
+    names the file).
+    """
+    if os.path.isdir(os.fspath(path)) or not os.path.isfile(os.fspath(path)):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            values = json.load(f)
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(values, dict) or not str(values.get("module", "")).startswith("keras_hub"):
+        return None
+    if values.get("class_name") != backbone:
+        raise error("a keras-hub %s, not a %s" % (values.get("class_name"), backbone))
+    config = values.get("config")
+    if not isinstance(config, dict):
+        raise error("the keras-hub %s has no config object" % backbone)
+    return config

@@ -68,6 +68,12 @@ class HFFormat:
             weights rewritten, exactly, into what keras-hub's converter
             reads (RoBERTa's token-type row, which keras-hub drops, folded
             into the position table); None: as they are.
+        keras_hub_weights: `{variable path: array} -> {name: array}`: a
+            preset's backbone weights (attention kernels merged to 2-D)
+            rewritten, exactly, into what the family's `"keras_hub"` table
+            reads (RoBERTa's position rows moved past the padding id, its
+            token-type row, which keras-hub lacks, added as zeros); None: as
+            they are.
     """
 
     model_types: tuple
@@ -82,3 +88,4 @@ class HFFormat:
     keras_hub_config: Optional[Callable] = None
     keras_hub_tokenizer: Optional[Callable] = None
     keras_hub_arrays: Optional[Callable] = None
+    keras_hub_weights: Optional[Callable] = None

@@ -16,9 +16,11 @@ them merged to 2-D (a reshape, no reordering: the head axis is the slower
 one in both).
 
 The family supplies, on its `HFFormat`: `keras_hub_backbone` (the class
-name), `keras_hub_config` (`backbone config dict -> config`) and
+name), `keras_hub_config` (`backbone config dict -> config`),
 `keras_hub_tokenizer` (`(folder, tokenizer config dict, config) ->
-PretrainedTokenizer`).
+PretrainedTokenizer`) and, when keras-hub lays a weight out otherwise than
+the family's encoder does, `keras_hub_weights` (the merged arrays
+rewritten exactly, before the table matches them: RoBERTa's positions).
 """
 
 import json
@@ -30,6 +32,7 @@ from modeling.checkpoints import name_tables
 from modeling.checkpoints import targets
 from modeling.checkpoints.report import CheckpointFormatError
 from modeling.pretrained import loading
+from modeling.pretrained.formats import TokenizerFormatError
 
 __all__ = ["KERAS_HUB_KEY", "is_preset", "load_into", "load_preset", "preset_config",
            "preset_tokenizer"]
@@ -40,12 +43,17 @@ KERAS_HUB_KEY = "keras_hub"
 class _BackboneSource:
     """A keras-hub backbone's variables by path, attention kernels merged to 2-D."""
 
-    def __init__(self, backbone, description):
+    def __init__(self, backbone, description, rewrite=None):
         self.description = description
         self._variables = {v.path: v for v in backbone.weights}
+        self._arrays = None
+        if rewrite is not None:
+            # The family's exact rewrite of the merged arrays (`HFFormat.keras_hub_weights`).
+            merged = {name: self._read_variable(name) for name in self._variables}
+            self._arrays = {name: np.asarray(value) for name, value in rewrite(merged).items()}
 
     def names(self):
-        return list(self._variables)
+        return list(self._variables if self._arrays is None else self._arrays)
 
     @staticmethod
     def _merged(name, shape):
@@ -60,10 +68,18 @@ class _BackboneSource:
         return shape
 
     def shape(self, name):
+        if self._arrays is not None:
+            return tuple(int(d) for d in self._arrays[name].shape)
         return self._merged(name, self._variables[name].shape)
 
+    def _read_variable(self, name):
+        variable = self._variables[name]
+        return np.reshape(np.asarray(variable.numpy()), self._merged(name, variable.shape))
+
     def read(self, name):
-        return np.reshape(np.asarray(self._variables[name].numpy()), self.shape(name))
+        if self._arrays is not None:
+            return self._arrays[name]
+        return self._read_variable(name)
 
 
 def _family_format(folder):
@@ -75,24 +91,38 @@ def _family_format(folder):
 
 
 def _preset_json(folder, name):
-    path = os.path.join(folder.path, name)
+    return _preset_json_file(os.path.join(folder.path, name))
+
+
+def _preset_json_file(path, error=CheckpointFormatError):
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError) as e:
-        raise CheckpointFormatError("%s: cannot read the keras-hub preset file: %s"
-                                    % (path, str(e).splitlines()[0])) from None
+            values = json.load(f)
+    except FileNotFoundError:
+        raise error("%s: no such file (the keras-hub preset's %s)"
+                    % (path, os.path.basename(path))) from None
+    except (OSError, ValueError, RecursionError) as e:
+        raise error("%s: cannot read the keras-hub preset file: %s"
+                    % (path, str(e).splitlines()[0])) from None
+    if not isinstance(values, dict):
+        raise error("%s: expected a JSON object, got %s" % (path, type(values).__name__))
+    return values
 
 
 def preset_config(folder):
     """The family's config for a keras-hub preset folder (from its `config.json`)."""
     values = _preset_json(folder, "config.json")
-    return _family_format(folder).keras_hub_config(values.get("config", {}))
+    try:
+        return _family_format(folder).keras_hub_config(values.get("config", {}))
+    except KeyError as e:
+        raise CheckpointFormatError("%s: the keras-hub %s config has no %s"
+                                    % (os.path.join(folder.path, "config.json"),
+                                       values.get("class_name"), e)) from None
 
 
 def preset_tokenizer(folder, config):
     """The `PretrainedTokenizer` of a keras-hub preset folder (its `tokenizer.json`, `assets/`)."""
-    values = _preset_json(folder, "tokenizer.json")
+    values = _preset_json_file(os.path.join(folder.path, "tokenizer.json"), TokenizerFormatError)
     return _family_format(folder).keras_hub_tokenizer(folder.path, values.get("config", {}),
                                                       config)
 
@@ -117,10 +147,19 @@ def load_into(model, path, allow_missing_heads=False):
     """
     del allow_missing_heads  # A preset holds the backbone only; heads start fresh.
     import keras_hub  # pylint: disable=import-outside-toplevel
-    backbone = keras_hub.models.Backbone.from_preset(os.fspath(path))
     target = targets.find_target(model)
     table = name_tables.table_for(target, KERAS_HUB_KEY, "keras-hub preset %s" % path)
-    source = _BackboneSource(backbone, "keras-hub preset %s" % path)
+    hf_format = target.family.hf
+    config_json = os.path.join(os.fspath(path), "config.json")
+    class_name = _preset_json_file(config_json).get("class_name")
+    expected = None if hf_format is None else hf_format.keras_hub_backbone
+    if class_name != expected:
+        raise CheckpointFormatError(
+            "%s: a keras-hub %s, not the %s family's %s; it cannot be read into %s"
+            % (config_json, class_name, target.family.name, expected, target.description))
+    backbone = keras_hub.models.Backbone.from_preset(os.fspath(path))
+    source = _BackboneSource(backbone, "keras-hub preset %s" % path,
+                             None if hf_format is None else hf_format.keras_hub_weights)
     return name_tables.load_by_table(target, source, table, KERAS_HUB_KEY, os.fspath(path))
 
 
