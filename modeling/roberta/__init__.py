@@ -43,7 +43,7 @@ def _demo_config(vocab_size):
 
 FAMILY = registry.families.register("roberta", registry.network_family(
     "roberta", RobertaEncoder, RobertaConfig, load_roberta_config, _demo_config, "config.json",
-    name_tables={"hf": checkpoint_names.HF},
+    name_tables={"hf": checkpoint_names.HF, "keras_hub": checkpoint_names.KERAS_HUB},
     checkpoint_heads=checkpoint_names.CHECKPOINT_HEADS,
     # HF's RobertaLMHead applies the exact GELU whatever `hidden_act` says.
     head_activation=lambda config: "gelu",

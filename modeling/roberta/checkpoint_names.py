@@ -24,6 +24,13 @@ rather than written twice. What differs:
   `lm_head.decoder.bias` (an alias: both must be equal), and the tied
   `lm_head.decoder.weight` must equal the word embeddings when present;
 * no next-sentence head (RoBERTa dropped NSP).
+
+keras-hub's `RobertaBackbone` (`KERAS_HUB`, by variable path) is BERT's
+keras-hub layout for the blocks (`bert_names.KERAS_HUB`'s rows), its
+embeddings under `embeddings/` and no pooler and no token types:
+`hf_format.weights_from_keras_hub` gives the token-type row (zeros) and
+the position rows past the padding id; the pooler keeps its initial values
+and is listed in `LoadReport.missing_heads`, as for HF's task models.
 """
 
 from modeling.bert import checkpoint_names as bert_names
@@ -35,7 +42,7 @@ from modeling.checkpoints.name_tables import Tied
 from modeling.checkpoints.name_tables import each_layer
 from modeling.objectives import MaskedLMHead
 
-__all__ = ["CHECKPOINT_HEADS", "HF", "PREFIX"]
+__all__ = ["CHECKPOINT_HEADS", "HF", "KERAS_HUB", "PREFIX"]
 
 # The prefix of the encoder's names in HF's RoBERTa task models.
 PREFIX = "roberta."
@@ -74,4 +81,27 @@ HF = NameTable(
     tied=(Tied("lm_head.decoder.weight", "embeddings.word_embeddings.weight", "mlm"),),
     rename=_hf_name,
     may_be_absent=(r"^pooler\.",),
+)
+
+
+# keras-hub's RobertaBackbone: its embeddings, BERT's keras-hub rows for the blocks.
+_KERAS_HUB_EMBEDDINGS = (
+    ("embeddings/token_embedding/embeddings", "encoder.embeddings.word_embeddings"),
+    ("embeddings/position_embedding/embeddings", "encoder.embeddings.position_embeddings"),
+    # Not keras-hub's: zeros, from `hf_format.weights_from_keras_hub`.
+    ("token_type_embedding/embeddings", "encoder.embeddings.token_type_embeddings"),
+    ("embeddings_layer_norm/gamma", "encoder.embeddings.layer_norm.gamma"),
+    ("embeddings_layer_norm/beta", "encoder.embeddings.layer_norm.beta"),
+)
+
+KERAS_HUB = NameTable(
+    entries=tuple(Entry(name, getter, AS_IS) for name, getter in _KERAS_HUB_EMBEDDINGS)
+    + tuple(e for e in bert_names.KERAS_HUB.entries if e.name.startswith("transformer_layer_"))
+    # keras-hub's RoBERTa has no pooler: an encoder with one keeps its initial pooler.
+    + tuple(e._replace(optional=True) for e in bert_names.KERAS_HUB.entries
+            if e.getter.startswith("encoder.pooler.")),
+    repeat=each_layer,
+    encoder_prefixes=("embeddings/", "token_type_embedding/", "embeddings_layer_norm/",
+                      "transformer_layer_"),
+    may_be_absent=(r"^pooled_dense/",),
 )

@@ -132,7 +132,7 @@ class RobertaConfig(BertConfig):
 
 
 def load_roberta_config(path):
-    """Reads a RoBERTa config: this project's file or HF's `config.json` (a file or folder).
+    """Reads a RoBERTa config: this project's file, HF's or a keras-hub preset's `config.json`.
 
     HF's file is read by `modeling.roberta.hf_format.config_from_hf`
     (HF's names and defaults); a file without `model_type` is this
@@ -146,6 +146,14 @@ def load_roberta_config(path):
         path = os.path.join(path, "config.json")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"RoBERTa config file not found: {path}")
+    from modeling.roberta import hf_format  # pylint: disable=g-import-not-at-top
+    try:
+        # A keras-hub preset's config.json: what its RobertaBackbone computes.
+        config = hf_format.load_keras_hub_config(path)
+    except (RobertaConfigError, TypeError, ValueError) as e:
+        raise RobertaConfigError(f"Invalid keras-hub RoBERTa config {path}: {e}") from e
+    if config is not None:
+        return config
     try:
         with open(path, encoding="utf-8") as f:
             values = json.load(f)
@@ -154,7 +162,6 @@ def load_roberta_config(path):
             f"RoBERTa config file {path} is not valid JSON: {str(e).splitlines()[0]}") from e
     try:
         if isinstance(values, dict) and "model_type" in values:
-            from modeling.roberta import hf_format  # pylint: disable=g-import-not-at-top
             return hf_format.config_from_hf(values)
         return RobertaConfig._from_file_values(values)  # pylint: disable=protected-access
     except (RobertaConfigError, TypeError, ValueError) as e:

@@ -16,13 +16,39 @@ the encoder has no causal mask and no cross-attention.
 
 The tokenizer is byte-level BPE over `vocab.json` + `merges.txt`
 (`modeling.roberta.tokenizer.RobertaTokenizer`).
+
+keras-hub presets (`RobertaBackbone`) in: `config_from_keras_hub` gives the
+config of what the backbone computes (exact GELU, epsilon 1e-5, one dropout
+rate, `max_sequence_length` positions counted from 0, no token types);
+`weights_from_keras_hub` puts its position rows back past the padding id
+(rows 0 and 1, which no real token reads, are zeros) and gives the one
+token-type row keras-hub lacks as zeros, so this encoder computes the same
+sums. The tokenizer is the preset's `assets/tokenizer/vocabulary.json` and
+`merges.txt` read as keras-hub reads them (`tokenizer_from_keras_hub`).
 """
 
+import json
+import os
+
+import numpy as np
+
+from modeling import config_schema
 from modeling.pretrained.formats import HFFormat
+from modeling.pretrained.formats import TokenizerFormatError
 from modeling.roberta import config as roberta_config
+from modeling.roberta.tokenizer import DEFAULT_SPECIAL_TOKENS
 from modeling.roberta.tokenizer import RobertaTokenizer
 
-__all__ = ["HF_FORMAT", "config_from_hf", "config_to_hf", "read_tokenizer"]
+__all__ = ["HF_FORMAT", "KERAS_HUB_BACKBONE", "config_from_hf", "config_from_keras_hub",
+           "config_to_hf", "read_tokenizer", "tokenizer_from_keras_hub",
+           "weights_from_keras_hub"]
+
+KERAS_HUB_BACKBONE = "RobertaBackbone"
+# keras-hub's RoBERTa position row i is HF's row i + pad_token_id + 1 (its converter's offset).
+_KERAS_HUB_POSITION_OFFSET = roberta_config.PAD_TOKEN_ID + 1
+_KERAS_HUB_POSITIONS = "embeddings/position_embedding/embeddings"
+# The name the token-type row takes in the rewritten weights (keras-hub has none).
+KERAS_HUB_TOKEN_TYPES = "token_type_embedding/embeddings"
 
 # transformers' `RobertaConfig` defaults for the keys whose defaults differ
 # from this project's `RobertaConfig` (see the module docstring).
@@ -86,6 +112,109 @@ def read_tokenizer(folder, config=None):
     return RobertaTokenizer.from_folder(folder)
 
 
+def config_from_keras_hub(values):
+    """A `RobertaConfig` for keras-hub's `RobertaBackbone` config (a `RobertaConfigError`, one line).
+
+    keras-hub's RoBERTa computes the exact GELU with LayerNorm epsilon 1e-5
+    and one dropout rate; its `max_sequence_length` position rows start at
+    the first token, HF's (and this encoder's) two rows later.
+    """
+    if not isinstance(values, dict):
+        raise roberta_config.RobertaConfigError(
+            "a keras-hub RobertaBackbone config must be a JSON object, got %s"
+            % type(values).__name__)
+    dropout = float(values.get("dropout", 0.1))
+    try:
+        return roberta_config.RobertaConfig(
+            vocab_size=values["vocabulary_size"], hidden_size=values["hidden_dim"],
+            num_hidden_layers=values["num_layers"], num_attention_heads=values["num_heads"],
+            intermediate_size=values["intermediate_dim"], hidden_act="gelu",
+            hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout,
+            max_position_embeddings=int(values.get("max_sequence_length", 512))
+            + _KERAS_HUB_POSITION_OFFSET, type_vocab_size=1)
+    except KeyError as e:
+        raise roberta_config.RobertaConfigError(
+            "the keras-hub RobertaBackbone config has no %s" % e) from None
+
+
+def weights_from_keras_hub(arrays):
+    """keras-hub's RoBERTa weights in this encoder's layout (see the module docstring)."""
+    arrays = dict(arrays)
+    positions = arrays.get(_KERAS_HUB_POSITIONS)
+    if positions is not None:
+        arrays[_KERAS_HUB_POSITIONS] = np.concatenate(
+            [np.zeros((_KERAS_HUB_POSITION_OFFSET, positions.shape[1]), positions.dtype),
+             positions])
+        arrays[KERAS_HUB_TOKEN_TYPES] = np.zeros((1, positions.shape[1]), positions.dtype)
+    return arrays
+
+
+def _keras_hub_merges(merges_file):
+    """keras-hub's reading of `merges.txt`: every line a merge, `#version` lines skipped."""
+    try:
+        with open(merges_file, encoding="utf-8") as f:
+            lines = [line.rstrip() for line in f]
+    except (OSError, UnicodeDecodeError) as e:
+        raise TokenizerFormatError("%s: not readable UTF-8 text (the BPE merges): %s"
+                                   % (merges_file, e)) from None
+    merges = []
+    for number, line in enumerate(lines, 1):
+        if "#version:" in line.lstrip():
+            continue
+        parts = line.split(" ")
+        if len(parts) != 2:
+            raise TokenizerFormatError("%s line %d: expected two symbols separated by a space, "
+                                       "got %r" % (merges_file, number, line))
+        merges.append(tuple(parts))
+    return merges
+
+
+def _keras_hub_file(folder, name, what):
+    path = os.path.join(folder, "assets", "tokenizer", name)
+    if not os.path.isfile(path):
+        raise TokenizerFormatError("%s: no such file (the keras-hub preset's %s)" % (path, what))
+    return path
+
+
+def tokenizer_from_keras_hub(folder, values, config=None):
+    """RoBERTa's tokenizer over a preset's `assets/tokenizer/` files, as keras-hub's reads them.
+
+    keras-hub's `RobertaTokenizer` keeps its `unsplittable_tokens` whole in
+    text, strips no whitespace around them and frames as fairseq (`<s> A
+    </s></s> B </s>`, its classifier preprocessor); a vocabulary whose
+    `<pad>` is not the config's padding id would put positions elsewhere,
+    and is refused.
+    """
+    vocab_file = _keras_hub_file(folder, "vocabulary.json", "byte-level BPE vocabulary")
+    merges_file = _keras_hub_file(folder, "merges.txt", "byte-level BPE merges")
+    try:
+        with open(vocab_file, encoding="utf-8") as f:
+            vocab = json.load(f)
+    except (OSError, ValueError) as e:
+        raise TokenizerFormatError("%s: not a JSON vocabulary: %s"
+                                   % (vocab_file, str(e).splitlines()[0])) from None
+    specials = {role: token for role, token in DEFAULT_SPECIAL_TOKENS.items()
+                if role != "unk" or token in vocab}
+    whole = values.get("unsplittable_tokens")
+    tokenizer = RobertaTokenizer(
+        vocab_file, merges_file, add_prefix_space=bool(values.get("add_prefix_space", False)),
+        special_tokens=specials, strip={}, merges=_keras_hub_merges(merges_file),
+        whole_tokens=None if whole is None else [t for t in whole if isinstance(t, str)])
+    pad = config.pad_token_id if config is not None else roberta_config.PAD_TOKEN_ID
+    if tokenizer.token_id("pad") != pad:
+        raise TokenizerFormatError(
+            "%s: <pad> is id %d, the encoder counts positions from padding id %d"
+            % (vocab_file, tokenizer.token_id("pad"), pad))
+    return tokenizer
+
+
+def load_keras_hub_config(path):
+    """The `RobertaConfig` of a preset's `config.json` at `path`, or None if it is not one."""
+    values = config_schema.keras_hub_backbone_config(path, KERAS_HUB_BACKBONE,
+                                                     roberta_config.RobertaConfigError)
+    return None if values is None else config_from_keras_hub(values)
+
+
 def fold_token_type(arrays):
     """RoBERTa's one token-type row added to every position row (keras-hub has no token types).
 
@@ -112,9 +241,13 @@ HF_FORMAT = HFFormat(
     architectures={"encoder": "RobertaModel", "masked_lm": "RobertaForMaskedLM",
                    "classifier": "RobertaForSequenceClassification"},
     with_prefix="roberta.",
-    # keras-hub presets out: keras-hub converts the HF folder (modeling.pretrained.export).
-    keras_hub_backbone="RobertaBackbone",
+    # keras-hub presets out (keras-hub converts the HF folder, modeling.pretrained.export)
+    # and in (modeling.pretrained.keras_hub, the "keras_hub" name table).
+    keras_hub_backbone=KERAS_HUB_BACKBONE,
     keras_hub_arrays=fold_token_type,
+    keras_hub_config=config_from_keras_hub,
+    keras_hub_tokenizer=tokenizer_from_keras_hub,
+    keras_hub_weights=weights_from_keras_hub,
     # HF's head is dense -> tanh -> out_proj on <s>: this project's pooler and output layer.
     classifier_table=lambda: {"classifier.dense.weight": ("encoder.pooler.kernel", True),
                               "classifier.dense.bias": ("encoder.pooler.bias", False),

@@ -81,10 +81,17 @@ class RobertaTokenizer(PretrainedTokenizer):
         added_tokens: other tokens kept whole in text (the folder's
             non-role added tokens).
         model_max_length: written back in `tokenizer_config.json`.
+        merges: the merges as `(a, b)` pairs, when the file is not read as
+            HF reads it (a keras-hub preset's: every line a merge but the
+            `#version` header); None: HF's reading.
+        whole_tokens: the tokens kept whole when written in text (a
+            keras-hub preset's `unsplittable_tokens`); None: the special
+            and added tokens, as HF.
     """
 
     def __init__(self, vocab_file, merges_file, add_prefix_space=False, special_tokens=None,
-                 strip=None, added_tokens=(), model_max_length=512):
+                 strip=None, added_tokens=(), model_max_length=512, merges=None,
+                 whole_tokens=None):
         self.vocab_file = os.fspath(vocab_file)
         self.merges_file = os.fspath(merges_file)
         self.add_prefix_space = bool(add_prefix_space)
@@ -93,7 +100,7 @@ class RobertaTokenizer(PretrainedTokenizer):
             self._bpe = ByteBPETokenizer(self.vocab_file, self.merges_file, special_tokens=[])
         except ByteBPEError as e:
             raise TokenizerFormatError(str(e)) from None
-        merges = _hf_merges(self.merges_file)
+        merges = _hf_merges(self.merges_file) if merges is None else [tuple(m) for m in merges]
         self._bpe.merges = merges
         self._bpe.ranks = {pair: rank for rank, pair in reversed(list(enumerate(merges)))}
         self.vocab = self._bpe.encoder
@@ -112,9 +119,11 @@ class RobertaTokenizer(PretrainedTokenizer):
                      if role in self.special_tokens}
         self.strip = dict(strip)
         super().__init__()
-        whole = sorted(set(self.special_tokens.values()) | set(self.added_tokens),
-                       key=len, reverse=True)
-        self._special_pattern = re.compile("(%s)" % "|".join(re.escape(t) for t in whole))
+        if whole_tokens is None:
+            whole_tokens = set(self.special_tokens.values()) | set(self.added_tokens)
+        whole = sorted(set(whole_tokens), key=len, reverse=True)
+        self._special_pattern = (re.compile("(%s)" % "|".join(re.escape(t) for t in whole))
+                                 if whole else re.compile("(?!)"))
 
     @classmethod
     def from_folder(cls, folder):
