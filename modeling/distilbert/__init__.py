@@ -39,7 +39,7 @@ def _demo_config(vocab_size):
 FAMILY = registry.families.register("distilbert", registry.network_family(
     "distilbert", DistilBertEncoder, DistilBertConfig, load_distilbert_config, _demo_config,
     "config.json",
-    name_tables={"hf": checkpoint_names.HF},
+    name_tables={"hf": checkpoint_names.HF, "keras_hub": checkpoint_names.KERAS_HUB},
     checkpoint_heads=checkpoint_names.CHECKPOINT_HEADS,
     is_encoder=lambda model: type(model) is DistilBertEncoder,  # pylint: disable=unidiomatic-typecheck
     has_pooler=False,

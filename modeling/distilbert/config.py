@@ -152,10 +152,20 @@ class DistilBertConfig(hf_config.HFConfig):
 
 
 def load_distilbert_config(path):
-    """Reads a DistilBERT `config.json`, or the one in a model folder.
+    """Reads a DistilBERT `config.json` (HF's, or a keras-hub preset's), or the one in a folder.
 
     Raises:
         FileNotFoundError: no such file (or no config.json in the folder).
         DistilBertConfigError: invalid JSON or values; the message names the file.
     """
-    return DistilBertConfig.from_json_file(config_schema.config_file_in(path))
+    path = config_schema.config_file_in(path)
+    from modeling.distilbert import hf_format  # pylint: disable=import-outside-toplevel
+    try:
+        # A keras-hub preset's config.json: what its DistilBertBackbone computes.
+        config = hf_format.load_keras_hub_config(path)
+    except (DistilBertConfigError, TypeError, ValueError) as e:
+        raise DistilBertConfigError("Invalid keras-hub DistilBERT config %s: %s" % (path, e)) \
+            from e
+    if config is not None:
+        return config
+    return DistilBertConfig.from_json_file(path)

@@ -12,22 +12,39 @@ has no token-type embeddings. `DistilBertTokenizer` here is
 ignores anyway, and what a caller feeding `segment_ids` should pass), and
 it writes `tokenizer_class: DistilBertTokenizer` so that HF reads the
 saved folder back as DistilBERT's tokenizer (without `token_type_ids`).
+
+keras-hub presets (`DistilBertBackbone`) in: `config_from_keras_hub` (the
+exact GELU, one dropout rate, learned positions) and
+`tokenizer_from_keras_hub`, `KerasHubDistilBertTokenizer` over the preset's
+`assets/tokenizer/vocabulary.txt` with keras-hub's settings from
+`tokenizer.json`: `lowercase` (full case folding, keeping accents unless
+`strip_accents` says otherwise, where BERT's lower-casing strips them) and
+`special_tokens_in_strings` (False: `[MASK]` written in text is split like
+any other text, as keras-hub does).
 """
 
 import json
 import os
+import unicodedata
 
 from data import atomic
+from data import tokenization
+from modeling import config_schema
 from modeling.distilbert.checkpoint_names import PREFIX
 from modeling.distilbert.config import DistilBertConfig
 from modeling.distilbert.config import DistilBertConfigError
 from modeling.pretrained.formats import HFFormat
+from modeling.pretrained.formats import TokenizerFormatError
 from modeling.pretrained.tokenizers import Encoded
 from modeling.pretrained.tokenizers import WordPieceTokenizer
 from modeling.pretrained.tokenizers import read_json_file
 
-__all__ = ["DistilBertTokenizer", "HF_FORMAT", "config_from_hf", "config_to_hf",
-           "read_tokenizer"]
+__all__ = ["DistilBertTokenizer", "HF_FORMAT", "KERAS_HUB_BACKBONE",
+           "KerasHubDistilBertTokenizer", "config_from_hf", "config_from_keras_hub",
+           "config_to_hf", "load_keras_hub_config", "read_tokenizer",
+           "tokenizer_from_keras_hub"]
+
+KERAS_HUB_BACKBONE = "DistilBertBackbone"
 
 
 def config_from_hf(values):
@@ -69,6 +86,84 @@ def read_tokenizer(folder, config=None):
     return DistilBertTokenizer.from_folder(folder)
 
 
+def _casefold(text):
+    """Unicode's NFKC_Casefold, as keras-hub's lower-casing (`tf_text.case_fold_utf8`)."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+
+
+class KerasHubDistilBertTokenizer(DistilBertTokenizer):
+    """keras-hub's `DistilBertTokenizer` ids over a preset's vocabulary (see the module docstring).
+
+    Text is cleaned and split as BERT's (whitespace, punctuation, CJK
+    characters), accents are removed only with `strip_accents`, and each
+    word is case-folded when `lowercase`; the WordPiece step is BERT's.
+    Framing and segment ids are `DistilBertTokenizer`'s, which are those of
+    keras-hub's classifier preprocessor (`[CLS] A [SEP] B [SEP]`).
+    """
+
+    def __init__(self, vocab_file, lowercase=False, strip_accents=False,
+                 special_tokens_in_strings=False):
+        super().__init__(vocab_file, do_lower_case=bool(lowercase))
+        self.strip_accents = bool(strip_accents)
+        self._split = tokenization.BasicTokenizer(do_lower_case=False)
+        if not special_tokens_in_strings:
+            self._special_pattern = None  # keras-hub splits them as any text
+
+    def _pieces(self, text):
+        if self.strip_accents:
+            text = "".join(c for c in unicodedata.normalize("NFD", text)
+                           if unicodedata.category(c) != "Mn")
+        pieces = []
+        for word in self._split.tokenize(text):
+            if self.do_lower_case:
+                word = _casefold(word)
+            pieces.extend(self._full.wordpiece_tokenizer.tokenize(word))
+        return pieces
+
+
+def config_from_keras_hub(values):
+    """A `DistilBertConfig` for keras-hub's `DistilBertBackbone` config (one-line errors)."""
+    if not isinstance(values, dict):
+        raise DistilBertConfigError("a keras-hub DistilBertBackbone config must be a JSON "
+                                    "object, got %s" % type(values).__name__)
+    dropout = float(values.get("dropout", 0.1))
+    try:
+        return DistilBertConfig(
+            vocab_size=values["vocabulary_size"], dim=values["hidden_dim"],
+            n_layers=values["num_layers"], n_heads=values["num_heads"],
+            hidden_dim=values["intermediate_dim"],
+            max_position_embeddings=values.get("max_sequence_length", 512),
+            dropout=dropout, attention_dropout=dropout, activation="gelu")
+    except KeyError as e:
+        raise DistilBertConfigError("the keras-hub DistilBertBackbone config has no %s"
+                                    % e) from None
+
+
+def tokenizer_from_keras_hub(folder, values, config=None):
+    """`KerasHubDistilBertTokenizer` over a preset's `assets/tokenizer/vocabulary.txt`."""
+    del config
+    vocab_file = os.path.join(folder, "assets", "tokenizer", "vocabulary.txt")
+    if not os.path.isfile(vocab_file):
+        raise TokenizerFormatError("%s: no such file (the keras-hub preset's WordPiece "
+                                   "vocabulary)" % vocab_file)
+    for key, expected in (("suffix_indicator", "##"), ("oov_token", "[UNK]"), ("split", True)):
+        if values.get(key, expected) != expected:
+            raise TokenizerFormatError("%s: %s=%r; only keras-hub's default %r is read"
+                                       % (os.path.join(folder, "tokenizer.json"), key,
+                                          values[key], expected))
+    return KerasHubDistilBertTokenizer(
+        vocab_file, lowercase=values.get("lowercase", False),
+        strip_accents=values.get("strip_accents", False),
+        special_tokens_in_strings=values.get("special_tokens_in_strings", False))
+
+
+def load_keras_hub_config(path):
+    """The `DistilBertConfig` of a preset's `config.json` at `path`, or None if it is not one."""
+    values = config_schema.keras_hub_backbone_config(path, KERAS_HUB_BACKBONE,
+                                                     DistilBertConfigError)
+    return None if values is None else config_from_keras_hub(values)
+
+
 HF_FORMAT = HFFormat(
     model_types=("distilbert",),
     config_from_hf=config_from_hf,
@@ -77,8 +172,11 @@ HF_FORMAT = HFFormat(
     architectures={"encoder": "DistilBertModel", "masked_lm": "DistilBertForMaskedLM",
                    "classifier": "DistilBertForSequenceClassification"},
     with_prefix=PREFIX,
-    # keras-hub presets out: keras-hub converts the HF folder (modeling.pretrained.export).
-    keras_hub_backbone="DistilBertBackbone",
+    # keras-hub presets out (keras-hub converts the HF folder, modeling.pretrained.export)
+    # and in (modeling.pretrained.keras_hub, the "keras_hub" name table).
+    keras_hub_backbone=KERAS_HUB_BACKBONE,
+    keras_hub_config=config_from_keras_hub,
+    keras_hub_tokenizer=tokenizer_from_keras_hub,
     # `BertClassifier(sentence_vector="first_token")`: HF's pre_classifier and classifier.
     classifier_table=lambda: {"pre_classifier.weight": ("pre_classifier.kernel", True),
                               "pre_classifier.bias": ("pre_classifier.bias", False),
