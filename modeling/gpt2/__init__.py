@@ -42,7 +42,7 @@ def _demo_config(vocab_size):
 
 FAMILY = registry.families.register("gpt2", registry.network_family(
     "gpt2", GPT2Network, GPT2Config, load_gpt2_config, _demo_config, "config.json",
-    name_tables={"hf": checkpoint_names.HF}, head_activation=lambda config: config.hidden_act,
+    name_tables={"hf": checkpoint_names.HF, "keras_hub": checkpoint_names.KERAS_HUB}, head_activation=lambda config: config.hidden_act,
     # GPT's network (`modeling.gpt`) is a GPT2Network subclass of its own family.
     is_encoder=lambda model: isinstance(model, GPT2Network) and model.family_name == "gpt2",
     has_pooler=False, hf=hf_format.HF_FORMAT, presets=list_presets))

@@ -29,6 +29,13 @@ reads them into a `GPT2Network` (or a pretrainer around one):
 * `h.N.attn.bias` / `h.N.attn.masked_bias` are the causal-mask buffers older
   `transformers` versions saved; they are not weights and are skipped (the
   mask is data here, `modeling.layers.causal_attention_mask`).
+
+keras-hub's `GPT2Backbone` (`KERAS_HUB`, by variable path, its EinsumDense
+attention kernels merged to 2-D by `modeling.pretrained.keras_hub`) holds
+the same weights: `token_embedding`, `position_embedding`, per block
+`self_attention_layer_norm` (ln_1), `self_attention/{query,key,value,
+attention_output}`, `feedforward_layer_norm` (ln_2), the two feed-forward
+denses, and the final `layer_norm` (ln_f).
 """
 
 from modeling.checkpoints.name_tables import AS_IS
@@ -39,7 +46,7 @@ from modeling.checkpoints.name_tables import conv1d_block_parts
 from modeling.checkpoints.name_tables import each_layer
 from modeling.checkpoints.name_tables import strip_prefix
 
-__all__ = ["HF"]
+__all__ = ["HF", "KERAS_HUB"]
 
 _ATTN, _LN_1, _MLP, _LN_2 = conv1d_block_parts()
 
@@ -57,4 +64,34 @@ HF = NameTable(
     # The LM head is the token table: always checked equal, then skipped.
     tied=(Tied("lm_head.weight", "wte.weight", "encoder"),),
     rename=strip_prefix("transformer."),
+)
+
+
+_K = "transformer_layer_{layer}/"
+_KA = "encoder.transformer_layers[{layer}].attention_sublayer."
+_KF = "encoder.transformer_layers[{layer}].ffn_sublayer."
+_KERAS_HUB_ROWS = (
+    ("token_embedding/embeddings", "encoder.embeddings.wte"),
+    ("position_embedding/embeddings", "encoder.embeddings.wpe"),
+    (_K + "self_attention_layer_norm/gamma", _KA + "layer_norm.gamma"),
+    (_K + "self_attention_layer_norm/beta", _KA + "layer_norm.beta"),
+    *((_K + "self_attention/%s/%s" % (theirs, part), _KA + "attention.%s.%s" % (ours, part))
+      for theirs, ours in (("query", "query"), ("key", "key"), ("value", "value"),
+                           ("attention_output", "output_dense"))
+      for part in ("kernel", "bias")),
+    (_K + "feedforward_layer_norm/gamma", _KF + "layer_norm.gamma"),
+    (_K + "feedforward_layer_norm/beta", _KF + "layer_norm.beta"),
+    (_K + "feedforward_intermediate_dense/kernel", _KF + "intermediate.kernel"),
+    (_K + "feedforward_intermediate_dense/bias", _KF + "intermediate.bias"),
+    (_K + "feedforward_output_dense/kernel", _KF + "output_dense.kernel"),
+    (_K + "feedforward_output_dense/bias", _KF + "output_dense.bias"),
+    ("layer_norm/gamma", "encoder.ln_f.gamma"),
+    ("layer_norm/beta", "encoder.ln_f.beta"),
+)
+
+KERAS_HUB = NameTable(
+    entries=tuple(Entry(name, getter, AS_IS) for name, getter in _KERAS_HUB_ROWS),
+    repeat=each_layer,
+    encoder_prefixes=("token_embedding/", "position_embedding/", "transformer_layer_",
+                      "layer_norm/"),
 )

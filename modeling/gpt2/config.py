@@ -163,10 +163,19 @@ class GPT2Config(hf_config.OpenAIConfig):
 
 
 def load_gpt2_config(path):
-    """Reads a GPT-2 `config.json`, or the one in a model folder.
+    """Reads a GPT-2 `config.json` (HF's, or a keras-hub preset's), or the one in a folder.
 
     Raises:
         FileNotFoundError: no such file (or no config.json in the folder).
         GPT2ConfigError: invalid JSON or values; the message names the file.
     """
-    return GPT2Config.from_json_file(config_schema.config_file_in(path))
+    path = config_schema.config_file_in(path)
+    from modeling.gpt2 import hf_format  # pylint: disable=import-outside-toplevel
+    try:
+        # A keras-hub preset's config.json: what its GPT2Backbone computes.
+        config = hf_format.load_keras_hub_config(path)
+    except (GPT2ConfigError, TypeError, ValueError) as e:
+        raise GPT2ConfigError("Invalid keras-hub GPT-2 config %s: %s" % (path, e)) from e
+    if config is not None:
+        return config
+    return GPT2Config.from_json_file(path)

@@ -9,13 +9,23 @@ framing (no `<|endoftext|>` is added; `add_bos_token` is False in GPT-2's
 folders), `<|endoftext|>` written in the text kept whole, a pair is the two
 texts' ids one after the other (segment ids 0 then 1, what HF gives when
 asked for `token_type_ids`).
+
+keras-hub presets (`GPT2Backbone`) in: `config_from_keras_hub` (the tanh
+GELU, epsilon 1e-5, one dropout rate; the backbone config names no token
+ids, so the config has none and generation takes `<|endoftext|>` from the
+vocabulary) and `tokenizer_from_keras_hub`, the same `GPT2Tokenizer` over
+the preset's `assets/tokenizer/vocabulary.json` and `merges.txt`:
+keras-hub's `GPT2Tokenizer` adds no framing either and keeps
+`<|endoftext|>` whole in text.
 """
 
 import os
 
 from data.tokenizers import byte_bpe
 from data.tokenizers import hf_files
+from modeling import config_schema
 from modeling.gpt2.config import GPT2Config
+from modeling.gpt2.config import GPT2ConfigError
 from modeling.pretrained.formats import HFFormat
 from modeling.pretrained.formats import TokenizerFormatError
 from modeling.pretrained.tokenizers import Encoded
@@ -23,7 +33,11 @@ from modeling.pretrained.tokenizers import PretrainedTokenizer
 from modeling.pretrained.tokenizers import require_file
 from modeling.pretrained.tokenizers import tokenizer_config
 
-__all__ = ["GPT2Tokenizer", "HF_FORMAT", "config_from_hf", "config_to_hf", "read_tokenizer"]
+__all__ = ["GPT2Tokenizer", "HF_FORMAT", "KERAS_HUB_BACKBONE", "config_from_hf",
+           "config_from_keras_hub", "config_to_hf", "keras_hub_arrays", "load_keras_hub_config",
+           "read_tokenizer", "tokenizer_from_keras_hub"]
+
+KERAS_HUB_BACKBONE = "GPT2Backbone"
 
 _ROLES = ("bos", "eos", "unk")
 
@@ -98,6 +112,57 @@ def read_tokenizer(folder, config=None):
     return GPT2Tokenizer.from_folder(folder)
 
 
+def config_from_keras_hub(values):
+    """A `GPT2Config` for keras-hub's `GPT2Backbone` config (a `GPT2ConfigError`, one line)."""
+    if not isinstance(values, dict):
+        raise GPT2ConfigError("a keras-hub GPT2Backbone config must be a JSON object, got %s"
+                              % type(values).__name__)
+    dropout = float(values.get("dropout", 0.1))
+    try:
+        return GPT2Config(
+            vocab_size=values["vocabulary_size"], n_positions=values.get("max_sequence_length",
+                                                                        1024),
+            n_embd=values["hidden_dim"], n_layer=values["num_layers"], n_head=values["num_heads"],
+            n_inner=values["intermediate_dim"], activation_function="gelu_new",
+            resid_pdrop=dropout, embd_pdrop=dropout, attn_pdrop=dropout,
+            layer_norm_epsilon=1e-5, bos_token_id=None, eos_token_id=None)
+    except KeyError as e:
+        raise GPT2ConfigError("the keras-hub GPT2Backbone config has no %s" % e) from None
+
+
+def tokenizer_from_keras_hub(folder, values, config=None):
+    """`GPT2Tokenizer` over a preset's `assets/tokenizer/` files, as keras-hub's reads them."""
+    del config
+    files = []
+    for name, what in (("vocabulary.json", "byte-level BPE vocabulary"),
+                       ("merges.txt", "byte-level BPE merges")):
+        path = os.path.join(folder, "assets", "tokenizer", name)
+        if not os.path.isfile(path):
+            raise TokenizerFormatError("%s: no such file (the keras-hub preset's %s)"
+                                       % (path, what))
+        files.append(path)
+    return GPT2Tokenizer(*files, add_prefix_space=bool(values.get("add_prefix_space", False)))
+
+
+def keras_hub_arrays(arrays):
+    """The HF arrays keras-hub's GPT-2 converter reads, as they are; refused (one line) when
+    the feed-forward is not `4 * n_embd` wide, the only width that converter builds."""
+    from modeling.pretrained.export import ExportError  # pylint: disable=import-outside-toplevel
+    for name, value in arrays.items():
+        if name.endswith("mlp.c_fc.weight") and value.shape[1] != 4 * value.shape[0]:
+            raise ExportError(
+                "keras-hub's GPT-2 converter builds a feed-forward of 4 * n_embd = %d; this "
+                "model's is %d wide (n_inner), so it has no keras-hub preset"
+                % (4 * value.shape[0], value.shape[1]))
+    return arrays
+
+
+def load_keras_hub_config(path):
+    """The `GPT2Config` of a preset's `config.json` at `path`, or None if it is not one."""
+    values = config_schema.keras_hub_backbone_config(path, KERAS_HUB_BACKBONE, GPT2ConfigError)
+    return None if values is None else config_from_keras_hub(values)
+
+
 HF_FORMAT = HFFormat(
     model_types=("gpt2",),
     config_from_hf=config_from_hf,
@@ -105,8 +170,10 @@ HF_FORMAT = HFFormat(
     read_tokenizer=read_tokenizer,
     architectures={"encoder": "GPT2Model", "causal_lm": "GPT2LMHeadModel"},
     with_prefix="transformer.",
-    # Out only: keras-hub's own HF converter writes GPT-2 presets
-    # (`modeling.pretrained.export.save_keras_hub`); reading them back needs
-    # `keras_hub_config` / `keras_hub_tokenizer`, which GPT-2 does not have yet.
-    keras_hub_backbone="GPT2Backbone",
+    # keras-hub presets out (keras-hub converts the HF folder, modeling.pretrained.export)
+    # and in (modeling.pretrained.keras_hub, the "keras_hub" name table).
+    keras_hub_backbone=KERAS_HUB_BACKBONE,
+    keras_hub_config=config_from_keras_hub,
+    keras_hub_tokenizer=tokenizer_from_keras_hub,
+    keras_hub_arrays=keras_hub_arrays,
 )
