@@ -48,7 +48,8 @@ def _extract_features(settings, layers):
 FAMILY = registry.families.register("albert", registry.network_family(
     "albert", AlbertEncoder, AlbertConfig, load_albert_config, _demo_config,
     "albert_config.json",
-    name_tables={"google_tf1": checkpoint_names.GOOGLE_TF1, "hf": checkpoint_names.HF},
+    name_tables={"google_tf1": checkpoint_names.GOOGLE_TF1, "hf": checkpoint_names.HF,
+                 "keras_hub": checkpoint_names.KERAS_HUB},
     checkpoint_heads=checkpoint_names.CHECKPOINT_HEADS,
     head_activation=lambda config: albert_activation(config.hidden_act),
     head_pruning=registry.HeadPruning(units_of_config=_head_units_of_config,

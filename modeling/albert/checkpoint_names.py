@@ -26,6 +26,12 @@ in either (a one-line `CheckpointFormatError`).
 Getters start from `encoder` (the `AlbertEncoder`), `mlm` (the
 `MaskedLMHead`) and `nsp`: the sentence-order head, a `NextSentenceHead`,
 stored where google-research/albert stores it, `cls/seq_relationship`.
+
+keras-hub's `AlbertBackbone` (`KERAS_HUB`, by variable path, attention
+kernels merged to 2-D by `modeling.pretrained.keras_hub`) holds the same
+fully shared blocks as `group_{g}_inner_layer_{k}/`, running layer i in
+group `i // (L / G)` (L a multiple of G, where that is google-research's
+rounding too), and the embeddings, projection and pooler of the encoder.
 """
 
 import collections
@@ -40,7 +46,7 @@ from modeling.objectives import MaskedLMHead
 from modeling.objectives import NextSentenceHead
 
 __all__ = ["ALBERT_NAME_TABLE", "CHECKPOINT_HEADS", "GOOGLE_TF1", "HF", "HF_NAME_TABLE",
-           "NAME_ROWS", "NameRow"]
+           "KERAS_HUB", "NAME_ROWS", "NameRow"]
 
 NameRow = collections.namedtuple(
     "NameRow", ["google_name", "getter", "transform", "hf_name", "hf_transform", "optional"],
@@ -184,4 +190,51 @@ HF = NameTable(
     # HF's task models (`*ForMaskedLM`, ...) are saved without a pooler: the
     # encoder keeps its initial one, listed in the report's missing heads.
     may_be_absent=(r"^pooler\.",),
+)
+
+
+def _keras_hub_blocks(encoder):
+    """`_shared_blocks`, for encoders whose layers use the groups keras-hub's ALBERT gives them."""
+    if encoder.num_hidden_layers % encoder.num_hidden_groups:
+        raise CheckpointFormatError(
+            f"keras-hub's ALBERT needs num_hidden_layers ({encoder.num_hidden_layers}) to be a "
+            f"multiple of num_hidden_groups ({encoder.num_hidden_groups}).")
+    return _shared_blocks(encoder, "keras-hub ALBERT presets")
+
+
+_KG = "group_{group}_inner_layer_{inner}/"
+
+
+def _dense(theirs, getter):
+    return ((theirs + "/kernel", getter + ".kernel"), (theirs + "/bias", getter + ".bias"))
+
+
+def _norm(theirs, getter):
+    return ((theirs + "/gamma", getter + ".gamma"), (theirs + "/beta", getter + ".beta"))
+
+
+_KERAS_HUB_ROWS = (
+    ("token_embedding/embeddings", "encoder.embeddings.word_embeddings", False),
+    ("position_embedding/embeddings", "encoder.embeddings.position_embeddings", False),
+    ("segment_embedding/embeddings", "encoder.embeddings.token_type_embeddings", False),
+    *((n, g, False) for n, g in _norm("embeddings_layer_norm", "encoder.embeddings.layer_norm")),
+    *((n, g, True) for n, g in _dense("embedding_projection", "encoder.embedding_projection")),
+    *((n, g, False) for theirs, ours in (("query", "query"), ("key", "key"), ("value", "value"),
+                                         ("attention_output", "output_dense"))
+      for n, g in _dense(_KG + "self_attention_layer/" + theirs, _AA + "attention." + ours)),
+    *((n, g, False) for n, g in _norm(_KG + "self_attention_layer_norm", _AA + "layer_norm")),
+    *((n, g, False) for n, g in _dense(_KG + "feedforward_intermediate_dense",
+                                       _AF + "intermediate")),
+    *((n, g, False) for n, g in _dense(_KG + "feedforward_output_dense", _AF + "output_dense")),
+    *((n, g, False) for n, g in _norm(_KG + "feedforward_layer_norm", _AF + "layer_norm")),
+    *((n, g, True) for n, g in _dense("pooled_dense", "encoder.pooler")),
+)
+
+KERAS_HUB = NameTable(
+    entries=tuple(Entry(name, getter, AS_IS, optional) for name, getter, optional
+                  in _KERAS_HUB_ROWS),
+    repeat=_keras_hub_blocks,
+    encoder_prefixes=("token_embedding/", "position_embedding/", "segment_embedding/",
+                      "embeddings_layer_norm/", "embedding_projection/", "group_",
+                      "pooled_dense/"),
 )

@@ -222,7 +222,8 @@ def list_albert_presets():
 
 
 def load_albert_config(path):
-    """Reads an `albert_config.json` (a file, or a directory holding one).
+    """Reads an `albert_config.json` (a file, or a directory holding one), or a keras-hub
+    preset's `config.json`.
 
     Returns:
         An `AlbertConfig`.
@@ -238,6 +239,14 @@ def load_albert_config(path):
                 break
         else:
             raise FileNotFoundError(f"No albert_config.json in directory {path}")
+    from modeling.albert import hf_format  # pylint: disable=import-outside-toplevel
+    try:
+        # A keras-hub preset's config.json: what its AlbertBackbone computes.
+        keras_hub_config = hf_format.load_keras_hub_config(path)
+    except (BertConfigError, TypeError, ValueError) as e:
+        raise BertConfigError(f"Invalid keras-hub ALBERT config {path}: {e}") from e
+    if keras_hub_config is not None:
+        return keras_hub_config
     config = AlbertConfig.from_json_file(path)
     # brightmart/albert_zh's configs say which LayerNorm placement they use;
     # only the post-LN one of google-research/albert is implemented here.

@@ -27,16 +27,32 @@ plus HF's own keys; `config_from_hf` reads it into an `AlbertConfig` and
 HF's ALBERT names (`albert.encoder.albert_layer_groups.{g}.albert_layers.{k}.`)
 are `checkpoint_names.HF`; the tokenizer is `AlbertTokenizer` over
 `spiece.model` (`modeling.albert.tokenizer`).
+
+keras-hub presets (`AlbertBackbone`) in: `config_from_keras_hub` (the tanh
+GELU, which is this project's ALBERT "gelu", one dropout rate, its groups
+and inner repetitions; equal embedding and hidden widths are refused as for
+HF, keras-hub projecting them all the same) and `tokenizer_from_keras_hub`:
+`KerasHubAlbertTokenizer`, SentencePiece run on the raw text as keras-hub
+does (its ids differ from HF's fast tokenizer's, which lower-cases and
+strips accents first).
 """
 
+import os
+
+from modeling import config_schema
 from modeling.albert import tokenizer as albert_tokenizer
 from modeling.albert.config import HEADS_PER_GROUP_KEY
 from modeling.albert.config import AlbertConfig
 from modeling.albert.config import BertConfigError
 from modeling.albert.encoder import EXACT_GELU
 from modeling.pretrained.formats import HFFormat
+from modeling.pretrained.formats import TokenizerFormatError
 
-__all__ = ["EXACT_GELU", "HF_FORMAT", "config_from_hf", "config_to_hf", "read_tokenizer"]
+__all__ = ["EXACT_GELU", "HF_FORMAT", "KERAS_HUB_BACKBONE", "config_from_hf",
+           "config_from_keras_hub", "config_to_hf", "load_keras_hub_config", "read_tokenizer",
+           "tokenizer_from_keras_hub"]
+
+KERAS_HUB_BACKBONE = "AlbertBackbone"
 
 # HF's activation names -> an ALBERT config's.
 _FROM_HF_ACTIVATION = {"gelu": EXACT_GELU, "gelu_python": EXACT_GELU, "gelu_new": "gelu_new",
@@ -110,6 +126,55 @@ def read_tokenizer(folder, config=None):
     return albert_tokenizer.AlbertTokenizer.from_folder(folder)
 
 
+def config_from_keras_hub(values):
+    """An `AlbertConfig` for keras-hub's `AlbertBackbone` config (a `BertConfigError`, one line)."""
+    if not isinstance(values, dict):
+        raise BertConfigError("a keras-hub AlbertBackbone config must be a JSON object, got %s"
+                              % type(values).__name__)
+    dropout = float(values.get("dropout", 0.0))
+    try:
+        layers, groups = int(values["num_layers"]), int(values.get("num_groups", 1))
+        config = AlbertConfig(
+            vocab_size=values["vocabulary_size"], embedding_size=values["embedding_dim"],
+            hidden_size=values["hidden_dim"], num_hidden_layers=layers,
+            num_hidden_groups=groups, inner_group_num=values.get("num_inner_repetitions", 1),
+            num_attention_heads=values["num_heads"], intermediate_size=values["intermediate_dim"],
+            hidden_act="gelu", hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout,
+            max_position_embeddings=values.get("max_sequence_length", 512),
+            type_vocab_size=values.get("num_segments", 2))
+    except KeyError as e:
+        raise BertConfigError("the keras-hub AlbertBackbone config has no %s" % e) from None
+    if layers % groups:
+        raise BertConfigError("num_layers=%d is not a multiple of num_groups=%d (keras-hub "
+                              "refuses it too)" % (layers, groups))
+    if config.embedding_size == config.hidden_size:
+        raise BertConfigError(
+            "embedding_dim == hidden_dim (%d): keras-hub's ALBERT then still projects the "
+            "embeddings (embedding_projection), this encoder has no projection for equal widths"
+            % config.hidden_size)
+    return config
+
+
+def tokenizer_from_keras_hub(folder, values, config=None):
+    """`KerasHubAlbertTokenizer` over a preset's `assets/tokenizer/vocabulary.spm`."""
+    del config
+    model_file = os.path.join(folder, "assets", "tokenizer", "vocabulary.spm")
+    if not os.path.isfile(model_file):
+        raise TokenizerFormatError("%s: no such file (the keras-hub preset's SentencePiece "
+                                   "model)" % model_file)
+    for key in ("add_bos", "add_eos"):
+        if values.get(key):
+            raise TokenizerFormatError("%s: %s is true; ALBERT's framing adds [CLS] and [SEP] "
+                                       "only" % (os.path.join(folder, "tokenizer.json"), key))
+    return albert_tokenizer.KerasHubAlbertTokenizer(model_file)
+
+
+def load_keras_hub_config(path):
+    """The `AlbertConfig` of a preset's `config.json` at `path`, or None if it is not one."""
+    values = config_schema.keras_hub_backbone_config(path, KERAS_HUB_BACKBONE, BertConfigError)
+    return None if values is None else config_from_keras_hub(values)
+
+
 HF_FORMAT = HFFormat(
     model_types=("albert",),
     config_from_hf=config_from_hf,
@@ -119,6 +184,9 @@ HF_FORMAT = HFFormat(
                    "pretraining": "AlbertForPreTraining",
                    "classifier": "AlbertForSequenceClassification"},
     with_prefix="albert.",
-    # keras-hub presets out: keras-hub converts the HF folder (modeling.pretrained.export).
-    keras_hub_backbone="AlbertBackbone",
+    # keras-hub presets out (keras-hub converts the HF folder, modeling.pretrained.export)
+    # and in (modeling.pretrained.keras_hub, the "keras_hub" name table).
+    keras_hub_backbone=KERAS_HUB_BACKBONE,
+    keras_hub_config=config_from_keras_hub,
+    keras_hub_tokenizer=tokenizer_from_keras_hub,
 )

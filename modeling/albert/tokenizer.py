@@ -62,7 +62,8 @@ from modeling.pretrained.tokenizers import read_json_file
 from modeling.pretrained.tokenizers import require_file
 from modeling.pretrained.tokenizers import tokenizer_config
 
-__all__ = ["AlbertTokenizer", "DEFAULT_SPECIAL_TOKENS", "read_spiece_pieces"]
+__all__ = ["AlbertTokenizer", "DEFAULT_SPECIAL_TOKENS", "KerasHubAlbertTokenizer",
+           "read_spiece_pieces"]
 
 # ALBERT's special tokens (google-research/albert's spiece.model: <pad>=0,
 # <unk>=1, [CLS]=2, [SEP]=3, [MASK]=4).
@@ -380,3 +381,29 @@ class AlbertTokenizer(PretrainedTokenizer):
             ids += list(ids_b) + [sep_id]
             segments += [1] * (len(ids_b) + 1)
         return Encoded(ids, segments)
+
+
+class KerasHubAlbertTokenizer(AlbertTokenizer):
+    """keras-hub's `AlbertTokenizer` ids over a preset's SentencePiece model.
+
+    keras-hub runs SentencePiece itself on the raw text (the model's own
+    normaliser, no lower-casing or accent stripping of HF's, special tokens
+    written in the text split as any text: SentencePiece never produces a
+    control piece) and frames as BERT (`[CLS] A [SEP] B [SEP]`, its
+    classifier preprocessor, token types 0 then 1), so the pieces are
+    `SentencePieceProcessor`'s and the framing is `AlbertTokenizer`'s.
+    """
+
+    def __init__(self, model_file, special_tokens=None):
+        super().__init__(model_file, do_lower_case=False, keep_accents=True,
+                         special_tokens=special_tokens, added_tokens=())
+        try:
+            import sentencepiece  # pylint: disable=g-import-not-at-top
+            self._processor = sentencepiece.SentencePieceProcessor(model_proto=self._proto)
+        except Exception as e:  # sentencepiece raises RuntimeError/OSError variants
+            raise TokenizerFormatError("%s: not a SentencePiece model (%s)"
+                                       % (self.model_file, str(e).splitlines()[0] if str(e)
+                                          else type(e).__name__)) from None
+
+    def tokenize(self, text):
+        return self.convert_ids_to_tokens(self._processor.encode(text))
