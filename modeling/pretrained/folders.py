@@ -241,10 +241,10 @@ def _keras_hub_folder(folder, config_json, values):
     for _, family in registry.families.items():
         hf_format = family.hf
         if hf_format is not None and hf_format.keras_hub_backbone == class_name:
-            vocab = _first_file(os.path.join(folder, "assets", "tokenizer"),
-                                ("vocabulary.txt", "vocabulary.json", "vocabulary.spm"))
+            assets = os.path.join(folder, "assets", "tokenizer")
+            vocab = _first_file(assets, ("vocabulary.txt", "vocabulary.json", "vocabulary.spm"))
             return ModelFolder(folder, KERAS_HUB, family, config_json, folder,
-                               vocab_file=vocab)
+                               vocab_file=vocab, merges_file=_first_file(assets, ("merges.txt",)))
     raise FolderError("%s: keras-hub backbone %r is not one this project reads"
                       % (config_json, class_name))
 
