@@ -6,10 +6,11 @@ byte-level BPE, WordPiece, SentencePiece; nothing is downloaded) and saves
 them with keras-hub's `save_to_preset`. The folder is then read through
 this project's loaders (`modeling.pretrained.from_pretrained`, and the
 `--init_checkpoint=FOLDER` path of the scripts: `fill_settings`, the
-family's config loader, `init_from_checkpoint`), and must give keras-hub's
-hidden states (within 1e-4) and keras-hub's token ids, framing included
-(keras-hub's classifier preprocessors); a model of this project written
-out with `save_keras_hub` reads back with the same outputs.
+family's config loader, `init_from_checkpoint`, and `run/extract_features.py`
+given the folder alone), and must give keras-hub's hidden states (within
+1e-4) and keras-hub's token ids, framing included (keras-hub's classifier
+preprocessors); a model of this project written out with `save_keras_hub`
+reads back with the same outputs.
 """
 
 import dataclasses
@@ -17,10 +18,12 @@ import io
 import json
 import os
 import shutil
+import sys
 
 import numpy as np
 import pytest
 
+import script_runner
 from modeling import checkpoints
 from modeling import pretrained
 from modeling import registry
@@ -53,6 +56,7 @@ class _Settings:
     init_checkpoint: str
     bert_config_file: str = None
     vocab_file: str = None
+    merges_file: str = None
     do_lower_case: bool = False
     model_family: str = registry.DEFAULT_FAMILY
 
@@ -235,7 +239,10 @@ def test_preset_is_an_init_checkpoint_of_every_job(preset):
     filled = folders.fill_settings(_Settings(init_checkpoint=folder))
     assert filled.model_family == family
     assert filled.bert_config_file == os.path.join(folder, "config.json")
-    assert filled.vocab_file == os.path.join(folder, "assets", "tokenizer", CASES[family][2])
+    assets = os.path.join(folder, "assets", "tokenizer")
+    assert filled.vocab_file == os.path.join(assets, CASES[family][2])
+    assert filled.merges_file == (os.path.join(assets, "merges.txt")
+                                  if family in ("roberta", "gpt2") else None)
     family_object = registry.families.get(family)
     config = family_object.load_config(filled.bert_config_file)
     model = pretrained.loading.build_model(family_object, config)
@@ -244,6 +251,28 @@ def test_preset_is_an_init_checkpoint_of_every_job(preset):
     tokenizer = folders.published_folder(filled).tokenizer()
     assert tokenizer.encode(*TEXTS[1]).input_ids == ours.encode(*TEXTS[1]).input_ids
     _assert_same_outputs(model, backbone, tokenizer)
+
+
+def test_a_script_reads_the_preset_alone(preset, tmp_path):
+    family, folder, backbone, _, _, ours = preset
+    text = TEXTS[0][0]
+    (tmp_path / "in.txt").write_text(text + "\n", encoding="utf-8")
+    out = tmp_path / "features.jsonl"
+    result = script_runner.run(
+        [sys.executable, os.path.join(REPO, "run", "extract_features.py"),
+         "--init_checkpoint=" + folder, "--input_file=%s" % (tmp_path / "in.txt"),
+         "--output_file=%s" % out, "--layers=-1", "--max_seq_length=%d" % MAX_LENGTH],
+        capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert result.returncode == 0, result.stderr[-2000:]
+    features = json.loads(out.read_text().splitlines()[0])["features"]
+    ids, segments, mask = _batch(ours, [(text, None)])
+    assert len(features) == ids.shape[1]
+    if family != "gpt2":  # GPT-2's layers are its blocks' outputs, before ln_f
+        values = np.array([f["layers"][0]["values"] for f in features])
+        np.testing.assert_allclose(
+            values, np.asarray(_theirs(backbone, ids, segments, mask)["sequence_output"])[0],
+            atol=1e-4, rtol=0)
 
 
 def test_model_written_as_a_preset_reads_back_the_same(preset, tmp_path):
