@@ -19,8 +19,8 @@ sentence of 30 word pieces (latency) and a batch of 32 such sentences
 Every case runs in a fresh process; a round runs every case once, in turn;
 per-call times are recorded raw and the median is the figure. Our bf16 case
 also records the largest difference of its outputs from fp32 on the same
-weights. Each run first measures the machine's matrix-product peak
-(`common.machine_peak`); every case's model FLOPs utilisation is
+weights. Before every case the run measures the machine's matrix-product
+peak (`common.measure_peak`; the run keeps the best); every case's model FLOPs utilisation is
 `flops_per_sentence()` (`common.bert_flops`, forward only: sequence and pooled
 outputs) times sentences per second over the peak of its precision.
 Results go to `benchmarks/results/bench_inference.jsonl`.
@@ -197,9 +197,11 @@ def main():
                            flops / 1e9, TOKENS, common.FLOP_FORMULA))
     latencies = {}
     for round_index in range(args.rounds):
-        if round_index:  # before every round: the best the machine shows in the run
-            peak = common.best_peak(peak, common.measure_peak())
-        for case in cases:
+        for case_index, case in enumerate(cases):
+            if round_index or case_index:
+                # Before every case: on a machine shared with other jobs a single
+                # measurement may fall in a busy moment; the run keeps the best.
+                peak = common.best_peak(peak, common.measure_peak())
             result = common.run_child(__file__, case, ["--calls=%d" % args.calls], cwd=REPO)
             if result is None:
                 continue

@@ -22,9 +22,9 @@ measurement runs in a fresh process; a round runs every case once, in turn, so
 that a burst of other work on the machine hits all of them; per-step times
 are recorded raw and the median of a case's steps is its figure. Memory: the
 process's peak RSS, and that minus the RSS after imports and model build
-(what the training itself costs). Each run first measures the machine's
-matrix-product peak (`common.machine_peak`: fp32, and bf16 where the CPU has
-bf16 units) and every case's model FLOPs utilisation is its achieved FLOP/s
+(what the training itself costs). Before every case the run measures the
+machine's matrix-product peak (`common.measure_peak`: fp32, and bf16 where the
+CPU has bf16 units; the run keeps the best) and every case's model FLOPs utilisation is its achieved FLOP/s
 (`common.bert_flops`, printed at the start) over the peak of the precision
 it runs in. Results go to `benchmarks/results/bench_training.jsonl` (one line
 per measurement, with the machine, its peak and library versions) and
@@ -359,9 +359,11 @@ def main():
         print("  %s: %.2f GFLOP per trained sequence" % (size, flops_per_sequence(size) / 1e9))
     collected = {c: [] for c in cases}
     for round_index in range(args.rounds):
-        if round_index:  # before every round: the best the machine shows in the run
-            peak = common.best_peak(peak, common.measure_peak())
-        for case in cases:
+        for case_index, case in enumerate(cases):
+            if round_index or case_index:
+                # Before every case: on a machine shared with other jobs a single
+                # measurement may fall in a busy moment; the run keeps the best.
+                peak = common.best_peak(peak, common.measure_peak())
             result = common.run_child(__file__, case, ["--steps=%d" % args.steps], cwd=REPO)
             if result is None:
                 continue

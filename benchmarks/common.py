@@ -203,7 +203,7 @@ def measure_peak(cpuinfo_path="/proc/cpuinfo"):
 def best_peak(*peaks):
     """The highest of several `machine_peak()` measurements, per precision.
 
-    Benchmarks measure the peak before every round: on a machine shared with
+    Benchmarks measure the peak before every case: on a machine shared with
     other jobs a single measurement may land in a busy moment, and the
     utilisation is then held to the best the machine showed in the run.
     Returns a copy of the last peak with ``fp32_gflops`` / ``bf16_gflops``

@@ -79,7 +79,13 @@ def _kind_heading(kind, records):
 
 def _run_peak(records):
     """The best peak the records of one run measured (None for records from before peaks)."""
-    return common.best_peak(*[r.get("peak") for r in records if r.get("peak")])
+    peaks = [r["peak"] for r in records if r.get("peak")]
+    best = common.best_peak(*peaks)
+    if best:
+        # The records of one run carry the run's peak so far, each counting
+        # every measurement before it: the run made as many as the largest count.
+        best["measurements"] = max(p.get("measurements", 1) for p in peaks)
+    return best
 
 
 def _peak_text(peak):
@@ -99,6 +105,11 @@ def _load_text(records):
               if v is not None]
     if not loads:
         return ""
+    cores = (records[-1].get("machine") or {}).get("cores")
+    if cores and max(loads) <= cores + 0.5:
+        # The benchmark itself keeps the cores busy: a load of the cores is no other job.
+        return (" 1-minute load average %.1f-%.1f on %d cores: the machine ran the benchmark "
+                "alone." % (min(loads), max(loads), cores))
     return (" Other jobs ran on the machine at the same time (1-minute load average %.1f-%.1f "
             "on %s cores): absolute figures are low and noisy, read ratios and fractions of "
             "the peak measured in the same run." % (
@@ -489,6 +500,45 @@ def flags_table():
     return "\n\n".join(parts)
 
 
+def length_batching_table():
+    """docs/speed.md: fine-tuning short texts at two --max_seq_length, trimming on and off."""
+    runs = _latest_run(_records("bench_length_batching"))
+    if not runs:
+        return None
+    by_case = {(r["max_seq_length"], r["trim_batches"]): r for r in runs}
+    base = by_case.get((48, False))
+    lines = ["| --max_seq_length | --trim_batches | mean padded width | ms per step | seq/s "
+             "| vs 48 untrimmed | of fp32 peak |",
+             "|---:|---|---:|---:|---:|---:|---:|"]
+    for key in ((48, False), (48, True), (256, False), (256, True)):
+        r = by_case.get(key)
+        if r is None:
+            continue
+        lines.append("| %d | %s | %.1f | %.0f | %.1f | %s | %s |" % (
+            key[0], "on" if key[1] else "off", r["mean_padded_width"],
+            1000 * r["step_seconds_median"], r["sequences_per_second"],
+            "%.2fx" % (r["sequences_per_second"] / base["sequences_per_second"]) if base else "",
+            _percent(r.get("mfu_fp32"))))
+    record = runs[-1]
+    size = record["size"].replace("bert_", "BERT-")
+    notes = ["%s classifier, batch %d, texts of 10 to 40 word pieces; the median over %d "
+             "rounds of each round's median step (`benchmarks/bench_length_batching.py`). "
+             "\"Of fp32 peak\": the FLOPs of the width each batch really has "
+             "(`common.bert_flops`, training) per second over the fp32 matrix-product peak." % (
+                 size, record["batch"], record["rounds"])]
+    on48, on256 = by_case.get((48, True)), by_case.get((256, True))
+    off256 = by_case.get((256, False))
+    if on48 and on256 and off256:
+        notes.append("At 256, trimming makes a step %.2fx faster; 256 trimmed costs %.2fx "
+                     "what 48 trimmed costs." % (
+                         off256["step_seconds_median"] / on256["step_seconds_median"],
+                         on256["step_seconds_median"] / on48["step_seconds_median"]))
+    peak = _run_peak(runs)
+    notes.append("%s.%s" % (_peak_text(peak), _load_text(runs)))
+    return "\n".join(lines) + "\n\n" + " ".join(n.strip() for n in notes) + " " + \
+        _machine_line(record)
+
+
 TABLES = collections.OrderedDict([
     ("training", training_table), ("inference", inference_table),
     ("tokenization", tokenization_table), ("data_prep", data_prep_table),
@@ -496,7 +546,9 @@ TABLES = collections.OrderedDict([
 
 # The generated pages and their tables (docs/benchmarks.md: TABLES).
 PAGES = collections.OrderedDict([(PAGE, TABLES),
-                                 (SPEED_PAGE, collections.OrderedDict([("flags", flags_table)]))])
+                                 (SPEED_PAGE, collections.OrderedDict([
+                                     ("flags", flags_table),
+                                     ("length_batching", length_batching_table)]))])
 
 
 def render(page=PAGE):

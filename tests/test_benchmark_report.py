@@ -144,6 +144,40 @@ def test_fraction_of_peak_is_the_runs_flops_per_second_over_its_best_peak(tmp_pa
     assert flags.count("#### ") == 2
 
 
+def test_length_batching_table_compares_the_four_cases_of_the_latest_run(tmp_path,
+                                                                        monkeypatch):
+    def record(seq, trim, seconds, width, run_id="r2", load=1.9):
+        return {"benchmark": "bench_length_batching", "run_id": run_id,
+                "timestamp": "2026-12-04T00:00:00+00:00", "size": "bert_mini", "batch": 32,
+                "max_seq_length": seq, "trim_batches": trim, "step_seconds_median": seconds,
+                "sequences_per_second": 32 / seconds, "mean_padded_width": width,
+                "rounds": 2, "mfu_fp32": 0.25,
+                "peak": dict(_peak(100.0, 200.0), load_average=[load]),
+                "machine": {"cpu_model": "Test CPU", "cores": 2,
+                            "cpu_flags": {"avx512_bf16": True}}}
+
+    records = [record(48, False, 9.0, 48.0, run_id="r1"),  # an older run: ignored
+               record(48, False, 0.4, 48.0), record(48, True, 0.32, 37.5),
+               record(256, False, 2.0, 256.0), record(256, True, 0.4, 37.5)]
+    (tmp_path / "bench_length_batching.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in records))
+    monkeypatch.setattr(report, "RESULTS", str(tmp_path))
+    table = report.length_batching_table()
+    rows = [line for line in table.splitlines() if line.startswith("| 48 |")
+            or line.startswith("| 256 |")]
+    assert rows == ["| 48 | off | 48.0 | 400 | 80.0 | 1.00x | 25% |",
+                    "| 48 | on | 37.5 | 320 | 100.0 | 1.25x | 25% |",
+                    "| 256 | off | 256.0 | 2000 | 16.0 | 0.20x | 25% |",
+                    "| 256 | on | 37.5 | 400 | 80.0 | 1.00x | 25% |"]
+    # 2.0 / 0.4 and 0.4 / 0.32.
+    assert "trimming makes a step 5.00x faster; 256 trimmed costs 1.25x" in table
+    assert "the machine ran the benchmark alone" in table
+    records[-1]["peak"]["load_average"] = [6.0]  # another job on 2 cores
+    (tmp_path / "bench_length_batching.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in records))
+    assert "Other jobs ran on the machine" in report.length_batching_table()
+
+
 def test_machine_kinds_come_from_the_cpu_flags():
     from benchmarks import common  # pylint: disable=import-outside-toplevel
     assert common.machine_kind({"avx2": True, "avx512f": True, "avx512_bf16": True,
