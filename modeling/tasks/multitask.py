@@ -64,6 +64,7 @@ checkpoint's encoder loads into any single-task model (`run_classifier.py`,
 import keras
 import tensorflow as tf
 
+from data.multitask import CLASSIFICATION, HEADS, RANKING, REGRESSION, SPAN_QA, TAGGING
 from data.multitask import SOFT_TARGET_WEIGHT, SOFT_TARGETS
 from modeling import registry
 from modeling.layers.encoder_models import EncoderModel
@@ -73,12 +74,7 @@ from modeling.tasks import san as san_lib
 
 __all__ = ["MultiTaskModel", "TaskHead", "HEADS", "CLASSIFIERS", "ranking_loss"]
 
-CLASSIFICATION = "classification"
-REGRESSION = "regression"
-RANKING = "ranking"
-SPAN_QA = "span_qa"
-TAGGING = "tagging"
-HEADS = (CLASSIFICATION, REGRESSION, RANKING, SPAN_QA, TAGGING)
+# The heads (CLASSIFICATION, ..., HEADS) are the task list's (`data.multitask`).
 SAN = "san"
 DENSE = "dense"
 CLASSIFIERS = (SAN, DENSE)  # a classification task's output layer
