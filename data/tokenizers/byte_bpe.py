@@ -46,11 +46,12 @@ versions differently (letter/number/other), which changes word boundaries
 only around such characters.
 """
 
-import json
 import os
 
 import regex
 import tensorflow as tf
+
+from data.tokenizers import hf_files
 
 __all__ = [
     "END_OF_TEXT",
@@ -101,22 +102,8 @@ def bytes_to_unicode():
 
 def load_vocab(vocab_file):
     """Reads `vocab.json` (token -> id); raises `ByteBPEError` naming the file."""
+    vocab = hf_files.read_vocab_json(vocab_file, ByteBPEError)
     vocab_file = os.fspath(vocab_file)
-    try:
-        with open(vocab_file, encoding="utf-8") as f:
-            vocab = json.load(f)
-    except FileNotFoundError:
-        raise ByteBPEError("vocab file not found: %s" % vocab_file) from None
-    except (OSError, ValueError) as e:
-        raise ByteBPEError("vocab file %s is not readable JSON: %s" % (vocab_file, e)) from e
-    if not isinstance(vocab, dict) or not vocab:
-        raise ByteBPEError("vocab file %s must hold a non-empty JSON object "
-                           "{token: id}" % vocab_file)
-    bad = [k for k, v in vocab.items()
-           if isinstance(v, bool) or not isinstance(v, int) or v < 0]
-    if bad:
-        raise ByteBPEError("vocab file %s: token %r has id %r, not a non-negative integer"
-                           % (vocab_file, bad[0], vocab[bad[0]]))
     if len(set(vocab.values())) != len(vocab):
         raise ByteBPEError("vocab file %s gives the same id to several tokens" % vocab_file)
     missing = [c for c in bytes_to_unicode().values() if c not in vocab]

@@ -28,10 +28,11 @@ instead, and that is what this class reproduces, so that ids equal HF's:
 newline (so the file must end with one).
 """
 
-import json
 import os
 import re
 import unicodedata
+
+from data.tokenizers import hf_files
 
 __all__ = ["END_OF_WORD", "GPTBPEError", "GPTBPETokenizer", "UNK_TOKEN", "basic_words",
            "load_merges", "load_vocab"]
@@ -50,23 +51,7 @@ class GPTBPEError(ValueError):
 
 def load_vocab(vocab_file):
     """Reads `vocab.json` (token -> id); raises `GPTBPEError` naming the file."""
-    vocab_file = os.fspath(vocab_file)
-    try:
-        with open(vocab_file, encoding="utf-8") as f:
-            vocab = json.load(f)
-    except FileNotFoundError:
-        raise GPTBPEError("vocab file not found: %s" % vocab_file) from None
-    except (OSError, ValueError) as e:
-        raise GPTBPEError("vocab file %s is not readable JSON: %s"
-                          % (vocab_file, str(e).splitlines()[0])) from None
-    if not isinstance(vocab, dict) or not vocab:
-        raise GPTBPEError("vocab file %s must hold a non-empty JSON object {token: id}"
-                          % vocab_file)
-    bad = [k for k, v in vocab.items() if isinstance(v, bool) or not isinstance(v, int) or v < 0]
-    if bad:
-        raise GPTBPEError("vocab file %s: token %r has id %r, not a non-negative integer"
-                          % (vocab_file, bad[0], vocab[bad[0]]))
-    return vocab
+    return hf_files.read_vocab_json(vocab_file, GPTBPEError)
 
 
 def load_merges(merges_file):

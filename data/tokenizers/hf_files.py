@@ -7,7 +7,7 @@
 * `write_settings`: `tokenizer_config.json` and `special_tokens_map.json`.
 
 Each returns the paths it wrote, in that order; files are written whole
-(`data.atomic`).
+(`data.atomic`). `read_vocab_json` reads a `vocab.json` back, checked.
 """
 
 import json
@@ -15,9 +15,34 @@ import os
 
 from data import atomic
 
-__all__ = ["MERGES_HEADER", "write_bpe_files", "write_json", "write_settings"]
+__all__ = ["MERGES_HEADER", "read_vocab_json", "write_bpe_files", "write_json",
+           "write_settings"]
 
 MERGES_HEADER = "#version: 0.2"
+
+
+def read_vocab_json(vocab_file, error):
+    """Reads a BPE `vocab.json`: a non-empty JSON object token -> non-negative integer id.
+
+    Anything else raises `error` (a `ValueError` class) with a one-line message
+    naming the file.
+    """
+    vocab_file = os.fspath(vocab_file)
+    try:
+        with open(vocab_file, encoding="utf-8") as f:
+            vocab = json.load(f)
+    except FileNotFoundError:
+        raise error("vocab file not found: %s" % vocab_file) from None
+    except (OSError, ValueError) as e:
+        raise error("vocab file %s is not readable JSON: %s"
+                    % (vocab_file, str(e).partition("\n")[0])) from None
+    if not isinstance(vocab, dict) or not vocab:
+        raise error("vocab file %s must hold a non-empty JSON object {token: id}" % vocab_file)
+    bad = [k for k, v in vocab.items() if isinstance(v, bool) or not isinstance(v, int) or v < 0]
+    if bad:
+        raise error("vocab file %s: token %r has id %r, not a non-negative integer"
+                    % (vocab_file, bad[0], vocab[bad[0]]))
+    return vocab
 
 
 def write_bpe_files(folder, vocab, merges, header=MERGES_HEADER):
