@@ -3,7 +3,8 @@
 google-research/bert's `run_classifier.py` API and semantics, as a library,
 one module per concern:
 
-    base       InputExample, InputFeatures, DataProcessor, the task types,
+    base       InputExample, InputFeatures, DataProcessor (and SplitProcessor,
+               one reader for the three splits), the task types,
                DataError/ProcessorError and the readers whose rows know
                their file and line
     glue       Google's GLUE/XNLI processors (cola, mnli, mrpc, xnli, sst2,
@@ -30,7 +31,7 @@ in `data.packing`.
 from data.processors.base import (CLASSIFICATION, MULTI_LABEL, REGRESSION, TASK_TYPES,
                                   DataError, DataProcessor, IdsInputExample, InputExample,
                                   InputFeatures, PaddingInputExample, ProcessorError, Record,
-                                  Row)
+                                  Row, SplitProcessor)
 from data.processors.features import (classifier_feature_spec, convert_examples_to_features,
                                       convert_single_example,
                                       file_based_convert_examples_to_features,
@@ -53,7 +54,7 @@ __all__ = [
     "CLASSIFICATION", "MULTI_LABEL", "REGRESSION", "TASK_TYPES",
     "DataError", "ProcessorError", "Row", "Record",
     "InputExample", "IdsInputExample", "PaddingInputExample", "InputFeatures",
-    "DataProcessor", "GlueTsvProcessor", "XnliProcessor", "MnliProcessor",
+    "DataProcessor", "SplitProcessor", "GlueTsvProcessor", "XnliProcessor", "MnliProcessor",
     "MnliMismatchedProcessor", "MrpcProcessor", "ColaProcessor", "Sst2Processor",
     "QqpProcessor", "StsbProcessor", "GenericProcessor", "IdsProcessor",
     "ChoiceExample", "MultipleChoiceProcessor", "ArctProcessor", "SwagProcessor",

@@ -42,7 +42,7 @@ __all__ = [
     "CLASSIFICATION", "MULTI_LABEL", "REGRESSION", "TASK_TYPES",
     "DataError", "ProcessorError", "Row", "Record",
     "InputExample", "IdsInputExample", "PaddingInputExample", "InputFeatures",
-    "DataProcessor", "location_of", "parse_score", "sorted_labels",
+    "DataProcessor", "SplitProcessor", "location_of", "parse_score", "sorted_labels",
 ]
 
 CLASSIFICATION = "classification"
@@ -320,6 +320,26 @@ class DataProcessor(object):
             raise DataError("%s: label %r is not one of the labels of this task: %s."
                             % (where, label, ", ".join(repr(l) for l in labels)))
         return label
+
+
+class SplitProcessor(DataProcessor):
+    """A `DataProcessor` that reads its three splits one way.
+
+    Subclasses define `_split_examples(data_dir, split)`, `split` being "train",
+    "dev" or "test", and `get_labels()`.
+    """
+
+    def get_train_examples(self, data_dir):
+        return self._split_examples(data_dir, "train")
+
+    def get_dev_examples(self, data_dir):
+        return self._split_examples(data_dir, "dev")
+
+    def get_test_examples(self, data_dir):
+        return self._split_examples(data_dir, "test")
+
+    def _split_examples(self, data_dir, split):
+        raise NotImplementedError("%s must define _split_examples()" % type(self).__name__)
 
 
 def location_of(row):

@@ -55,6 +55,7 @@ from data.processors.base import DataProcessor
 from data.processors.base import InputExample
 from data.processors.base import InputFeatures
 from data.processors.base import PaddingInputExample
+from data.processors.base import SplitProcessor
 
 __all__ = ["ChoiceExample", "MultipleChoiceProcessor", "ArctProcessor", "SwagProcessor",
            "convert_choice_example", "file_based_convert_choice_examples"]
@@ -82,7 +83,7 @@ class ChoiceExample(InputExample):
             self.guid, self.text_a, self.choices, self.label)
 
 
-class MultipleChoiceProcessor(DataProcessor):
+class MultipleChoiceProcessor(SplitProcessor):
     """Reads the JSON-lines multiple-choice format of the module docstring.
 
     Args:
@@ -117,15 +118,6 @@ class MultipleChoiceProcessor(DataProcessor):
         raise DataError("%s: none of %s holds an example to count the choices of"
                         % (data_dir, ", ".join(self.files.values())))
 
-    def get_train_examples(self, data_dir):
-        return self._examples(data_dir, "train")
-
-    def get_dev_examples(self, data_dir):
-        return self._examples(data_dir, "dev")
-
-    def get_test_examples(self, data_dir):
-        return self._examples(data_dir, "test")
-
     def get_labels(self):
         if self.num_choices is None:
             raise ValueError("MultipleChoiceProcessor: the number of choices is unknown; "
@@ -144,7 +136,7 @@ class MultipleChoiceProcessor(DataProcessor):
                             "got %r" % (record.location, choices))
         return choices
 
-    def _examples(self, data_dir, split):
+    def _split_examples(self, data_dir, split):
         path = os.path.join(data_dir, self.files[split])
         layout = '{"context": str, "choices": [str, ...], "label": int}'
         examples = []
@@ -199,7 +191,7 @@ class _FixedChoiceProcessor(MultipleChoiceProcessor):
                          train_file=train_file or files["train"],
                          dev_file=dev_file or files["dev"], test_file=test_file or files["test"])
 
-    def _examples(self, data_dir, split):
+    def _split_examples(self, data_dir, split):
         path = os.path.join(data_dir, self.files[split])
         rows = self._read_rows(path)
         if not rows:

@@ -12,7 +12,7 @@ import os
 from absl import logging
 
 from data.processors.base import (CLASSIFICATION, MULTI_LABEL, REGRESSION, TASK_TYPES,
-                                  DataError, DataProcessor, InputExample, ProcessorError,
+                                  DataError, InputExample, ProcessorError, SplitProcessor,
                                   parse_score, sorted_labels)
 
 __all__ = ["GenericProcessor"]
@@ -30,7 +30,7 @@ def _parse_column(column):
     return column
 
 
-class GenericProcessor(DataProcessor):
+class GenericProcessor(SplitProcessor):
     """Any classification/regression data in tsv, csv or jsonl, configured by arguments.
 
     Args:
@@ -192,7 +192,7 @@ class GenericProcessor(DataProcessor):
             self._check_label(label, where)
         return label
 
-    def _create_examples(self, data_dir, set_type, check_labels=True):
+    def _split_examples(self, data_dir, set_type, check_labels=True):
         path = self._path(data_dir, set_type)
         check_labels = check_labels and set_type != "test"
         records, header, header_row = self._read_records(path)
@@ -231,15 +231,6 @@ class GenericProcessor(DataProcessor):
             examples.append(InputExample(guid, text_a, text_b, label, source=record.location))
         return examples
 
-    def get_train_examples(self, data_dir):
-        return self._create_examples(data_dir, "train")
-
-    def get_dev_examples(self, data_dir):
-        return self._create_examples(data_dir, "dev")
-
-    def get_test_examples(self, data_dir):
-        return self._create_examples(data_dir, "test")
-
     def get_labels(self):
         if self.task_type == REGRESSION:
             return None
@@ -248,7 +239,7 @@ class GenericProcessor(DataProcessor):
                 raise ProcessorError("GenericProcessor needs `labels`, or `data_dir` to infer "
                                      "them from the training file.")
             found = collections.OrderedDict()
-            for example in self._create_examples(self.data_dir, "train", check_labels=False):
+            for example in self._split_examples(self.data_dir, "train", check_labels=False):
                 values = example.label if isinstance(example.label, list) else [example.label]
                 for value in values:
                     if value is not None:

@@ -9,13 +9,13 @@ arguments from the `--ids_*` flags.
 
 import os
 
-from data.processors.base import (DataError, DataProcessor, IdsInputExample, ProcessorError,
+from data.processors.base import (DataError, IdsInputExample, ProcessorError, SplitProcessor,
                                   sorted_labels)
 
 __all__ = ["IdsProcessor"]
 
 
-class IdsProcessor(DataProcessor):
+class IdsProcessor(SplitProcessor):
     """Inputs that already are integer id sequences; no tokenizer.
 
     For example event histories: a line of 100 space-separated event ids
@@ -93,7 +93,7 @@ class IdsProcessor(DataProcessor):
                                                              self.id_offset, self.vocab_size))
         return ids
 
-    def _create_examples(self, data_dir, set_type, check_labels=True):
+    def _split_examples(self, data_dir, set_type, check_labels=True):
         path = os.path.join(data_dir, self.files[set_type])
         rows = self._read_tsv(path)
         if self.has_header:
@@ -137,22 +137,13 @@ class IdsProcessor(DataProcessor):
                 cls_id=self.cls_id, sep_id=self.sep_id, keep=self.keep, source=row.location))
         return examples
 
-    def get_train_examples(self, data_dir):
-        return self._create_examples(data_dir, "train")
-
-    def get_dev_examples(self, data_dir):
-        return self._create_examples(data_dir, "dev")
-
-    def get_test_examples(self, data_dir):
-        return self._create_examples(data_dir, "test")
-
     def get_labels(self):
         if self._labels is None:
             if not self.data_dir:
                 raise ProcessorError("IdsProcessor needs `labels` or `num_labels`, or "
                                      "`data_dir` to infer the labels from the training file.")
             found = {example.label for example in
-                     self._create_examples(self.data_dir, "train", check_labels=False)}
+                     self._split_examples(self.data_dir, "train", check_labels=False)}
             found.discard(None)
             self._labels = sorted_labels(found)
             if not self._labels:
