@@ -76,8 +76,12 @@ class ConvertSettings:
 
 
 def _tokenizer(settings, folder, config):
-    """The folder's tokenizer, or the one of the folder holding `--vocab_file`."""
-    if settings.vocab_file:
+    """The folder's tokenizer, or the one of the folder holding `--vocab_file` (another
+    file than the folder's own vocabulary, which `fill_settings` puts there: a keras-hub
+    preset's `assets/tokenizer/` is no tokenizer folder of its own)."""
+    own = folder.vocab_file is not None and settings.vocab_file and (
+        os.path.realpath(settings.vocab_file) == os.path.realpath(folder.vocab_file))
+    if settings.vocab_file and not own:
         return folder.family.hf.read_tokenizer(
             os.path.dirname(os.path.abspath(settings.vocab_file)), config)
     return folder.tokenizer(config)

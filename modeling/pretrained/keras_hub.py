@@ -144,10 +144,19 @@ def load_into(model, path, allow_missing_heads=False):
 
     The `--init_checkpoint` reader of keras-hub presets
     (`modeling.checkpoints.init_from_checkpoint`); returns a `LoadReport`.
+    A preset holds no pre-training heads: a model with heads is refused
+    unless `allow_missing_heads` (they keep their initial values and are
+    listed in the report's `missing_heads`).
     """
-    del allow_missing_heads  # A preset holds the backbone only; heads start fresh.
     import keras_hub  # pylint: disable=import-outside-toplevel
     target = targets.find_target(model)
+    heads = sorted(root for root in target.roots if root != "encoder")
+    if heads and not allow_missing_heads:
+        # A preset holds the backbone only: heads would keep their initial values.
+        raise CheckpointFormatError(
+            "%s: a keras-hub preset holds the backbone only, no %s head for %s (pass "
+            "allow_missing_heads=True to keep them initialised)"
+            % (path, ", ".join(heads), target.description))
     table = name_tables.table_for(target, KERAS_HUB_KEY, "keras-hub preset %s" % path)
     hf_format = target.family.hf
     config_json = os.path.join(os.fspath(path), "config.json")
@@ -160,7 +169,9 @@ def load_into(model, path, allow_missing_heads=False):
     backbone = keras_hub.models.Backbone.from_preset(os.fspath(path))
     source = _BackboneSource(backbone, "keras-hub preset %s" % path,
                              None if hf_format is None else hf_format.keras_hub_weights)
-    return name_tables.load_by_table(target, source, table, KERAS_HUB_KEY, os.fspath(path))
+    report = name_tables.load_by_table(target, source, table, KERAS_HUB_KEY, os.fspath(path))
+    report.missing_heads = list(report.missing_heads) + heads
+    return report
 
 
 def load_preset(folder, config, objectives=(), dtype=None, **encoder_kwargs):
