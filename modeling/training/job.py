@@ -75,8 +75,9 @@ def folder_tokenizer(job, config, error=ValueError, checkpoint_field="init_check
     (RoBERTa's byte-level BPE, ALBERT's SentencePiece, ...), else None.
 
     An HF folder's tokenizer gives HF's ids and framing
-    (`modeling.pretrained.tokenizers.PretrainedTokenizer`); Google's and this
-    project's folders, and HF folders with a WordPiece `vocab.txt`, keep the
+    (`modeling.pretrained.tokenizers.PretrainedTokenizer`), a keras-hub
+    preset's keras-hub's; Google's and this project's folders, and HF folders
+    and presets with BERT's WordPiece vocabulary, keep the
     `vocab_file` path (the same ids, with its checks). Problems raise `error`
     (one line, naming the flag or the folder).
     """
@@ -90,7 +91,7 @@ def folder_tokenizer(job, config, error=ValueError, checkpoint_field="init_check
             folder = folders.inspect(path, family=getattr(job, "model_family", None))
         except folders.FolderError:
             return None  # Not a folder of a known kind: the flags say everything.
-        if folder.family.hf is None or folder.kind != folders.HF:
+        if folder.family.hf is None or folder.kind not in (folders.HF, folders.KERAS_HUB):
             return None
         tokenizer = folder.tokenizer(config)
     except ValueError as e:
