@@ -250,6 +250,11 @@ def test_preset_is_an_init_checkpoint_of_every_job(preset):
     assert report.format == "keras_hub"
     tokenizer = folders.published_folder(filled).tokenizer()
     assert tokenizer.encode(*TEXTS[1]).input_ids == ours.encode(*TEXTS[1]).input_ids
+    # The fine-tuning jobs frame their examples with the preset's own tokenizer.
+    from modeling.training import job as job_lib  # pylint: disable=import-outside-toplevel
+    job_tokenizer = job_lib.folder_tokenizer(filled, config)
+    assert job_tokenizer is not None and type(job_tokenizer) is type(ours)
+    assert job_tokenizer.encode(*TEXTS[1]) == ours.encode(*TEXTS[1])
     _assert_same_outputs(model, backbone, tokenizer)
 
 
@@ -286,6 +291,46 @@ def test_model_written_as_a_preset_reads_back_the_same(preset, tmp_path):
         assert back_tokenizer.encode(a, b) == ours.encode(a, b), (family, a, b)
     _assert_keras_hub_tokens(family, keras_tokenizer, back_tokenizer)
     _assert_same_outputs(back, backbone, ours)
+
+
+def test_preset_converts_to_an_hf_folder_with_keras_hubs_outputs(preset, tmp_path):
+    import torch  # pylint: disable=import-outside-toplevel
+    import transformers  # pylint: disable=import-outside-toplevel
+    from modeling.pretrained import convert  # pylint: disable=import-outside-toplevel
+    family, folder, backbone, _, _, ours = preset
+    out = str(tmp_path / "hf")
+    # What run/convert_checkpoint.py --init_checkpoint=PRESET --output_format=hf does.
+    summary = convert.convert(folders.fill_settings(convert.ConvertSettings(
+        init_checkpoint=folder, output_dir=out, output_format="hf")))
+    assert summary["heads"] == []  # a preset holds the backbone only
+    hf_model = transformers.AutoModel.from_pretrained(out).eval()
+    ids, segments, mask = _batch(ours, TEXTS)
+    inputs = {"input_ids": torch.tensor(ids, dtype=torch.long),
+              "attention_mask": torch.tensor(mask, dtype=torch.long)}
+    if family == "albert":  # the only one of the four with token types
+        inputs["token_type_ids"] = torch.tensor(segments, dtype=torch.long)
+    with torch.no_grad():
+        hidden = hf_model(**inputs).last_hidden_state.numpy()
+    keep = mask.astype(bool)
+    np.testing.assert_allclose(
+        hidden[keep], np.asarray(_theirs(backbone, ids, segments, mask)["sequence_output"])[keep],
+        atol=1e-4, rtol=0)
+
+
+def test_preset_holds_no_pretraining_heads(preset):
+    family, folder, _, _, _, _ = preset
+    family_object = registry.families.get(family)
+    config = family_object.load_config(os.path.join(folder, "config.json"))
+    if family == "gpt2":  # the causal LM head is the token table: nothing is missing
+        model = pretrained.loading.build_model(family_object, config, ("causal_lm",))
+        assert checkpoints.init_from_checkpoint(model, folder).missing_heads == []
+        return
+    model = pretrained.loading.build_model(family_object, config, ("masked_lm",))
+    with pytest.raises(CheckpointFormatError) as error:
+        checkpoints.init_from_checkpoint(model, folder)
+    assert "holds the backbone only, no mlm head" in _one_line(error)
+    report = checkpoints.init_from_checkpoint(model, folder, allow_missing_heads=True)
+    assert "mlm" in report.missing_heads
 
 
 # ---------------------------------------------------------------- bad input
