@@ -167,7 +167,22 @@ class ClassifierDistiller(keras.Model):
         return loss, metrics
 
 
-class MaskedLMDistiller(keras.Model):
+class _OneTeacherDistiller(keras.Model):
+    """A student and one frozen teacher (`student`, `teacher`), built together; called,
+    the student's outputs."""
+
+    def build(self, input_shape=None):
+        if self.built:
+            return
+        self.student.build()
+        self.teacher.build()
+        self.built = True
+
+    def call(self, features, training=None):
+        return self.student(features, training=training)
+
+
+class MaskedLMDistiller(_OneTeacherDistiller):
     """DistilBERT-style distillation of a masked-LM teacher.
 
     loss = soft_weight T^2 KL(softmax(t / T) || softmax(s / T))   masked positions
@@ -206,16 +221,6 @@ class MaskedLMDistiller(keras.Model):
         self.cos_weight = float(cos_weight)
         self.build()
 
-    def build(self, input_shape=None):
-        if self.built:
-            return
-        self.student.build()
-        self.teacher.build()
-        self.built = True
-
-    def call(self, features, training=None):
-        return self.student(features, training=training)
-
     @staticmethod
     def _forward(pretrainer, features, training):
         encoded = pretrainer.encoder(features, training=training)
@@ -248,7 +253,7 @@ class MaskedLMDistiller(keras.Model):
         return loss, metrics
 
 
-class TinyBertDistiller(keras.Model):
+class TinyBertDistiller(_OneTeacherDistiller):
     """TinyBERT-style layer-wise and prediction-layer distillation.
 
     intermediate = MSE(E_s W, E_t)                                  embeddings
@@ -321,16 +326,6 @@ class TinyBertDistiller(keras.Model):
                     stddev=getattr(s_enc, "initializer_range", 0.02)))
             self.projection.build((None, None, s_enc.hidden_size))
         self.build()
-
-    def build(self, input_shape=None):
-        if self.built:
-            return
-        self.student.build()
-        self.teacher.build()
-        self.built = True
-
-    def call(self, features, training=None):
-        return self.student(features, training=training)
 
     def _project(self, hidden):
         return hidden if self.projection is None else self.projection(hidden)
