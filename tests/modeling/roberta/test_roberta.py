@@ -215,7 +215,8 @@ def test_too_long_inputs_are_refused(loaded_encoder):
 
 def test_the_family_is_its_own_and_registered():
     family = registry.families.get("roberta")
-    assert family.hf is hf_format.HF_FORMAT and family.name_tables == {"hf": checkpoint_names.HF}
+    assert family.hf is hf_format.HF_FORMAT and family.name_tables == {
+        "hf": checkpoint_names.HF, "keras_hub": checkpoint_names.KERAS_HUB}
     assert "roberta" in family.hf.model_types and family.hf.with_prefix == "roberta."
     assert family.hf.architectures["encoder"] == "RobertaModel"
     encoder = RobertaEncoder.from_config_object(RobertaConfig(
