@@ -33,11 +33,12 @@ same way and is loaded with `load_user_module(path)` (`--recipe_module`).
 
 import dataclasses
 import importlib
-import importlib.util
 import os
 import pkgutil
 import sys
 from typing import Any, Callable, Optional
+
+from data import user_files
 
 __all__ = ["DEFAULT_DECODER", "DEFAULT_FAMILY", "Decoder", "Family", "HeadPruning", "Registry",
            "RegistryError", "decoders", "default_first", "discover", "families", "encoders",
@@ -357,12 +358,4 @@ def load_user_module(path):
     name = "user_parts_%s" % os.path.splitext(os.path.basename(path))[0]
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except Exception:
-        del sys.modules[name]
-        raise
-    return module
+    return user_files.import_file(path, name)

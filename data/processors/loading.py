@@ -8,11 +8,10 @@ project. A file that fails to import is reported with its file and line.
 """
 
 import importlib
-import importlib.util
 import os
-import sys
 import traceback
 
+from data import user_files
 from data.processors.base import ProcessorError
 from data.processors.choice import ArctProcessor, MultipleChoiceProcessor, SwagProcessor
 from data.processors.generic import GenericProcessor
@@ -57,7 +56,7 @@ def _is_processor_class(value):
 def load_processor_class(spec):
     """Loads a processor class from ``path/to/file.py:ClassName`` or ``package.module:ClassName``.
 
-    A file is loaded with `importlib.util.spec_from_file_location`, so it can
+    A file is loaded from its path (`data.user_files.import_file`), so it can
     live anywhere; it may import this project (``from data import
     processors``). The class needs the DataProcessor methods; subclassing
     `DataProcessor` gives it the defaults (`task_type`, `eval_metrics`).
@@ -80,14 +79,7 @@ def load_processor_class(spec):
                 raise ProcessorError("Processor file %s does not exist." % location)
             module_name = "user_processor_%s_%x" % (
                 os.path.splitext(os.path.basename(path))[0], abs(hash(path)))
-            module_spec = importlib.util.spec_from_file_location(module_name, path)
-            module = importlib.util.module_from_spec(module_spec)
-            sys.modules[module_name] = module
-            try:
-                module_spec.loader.exec_module(module)
-            except BaseException:
-                del sys.modules[module_name]
-                raise
+            module = user_files.import_file(path, module_name)
         else:
             module = importlib.import_module(location)
     except ProcessorError:
