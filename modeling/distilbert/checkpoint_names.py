@@ -26,6 +26,12 @@ tied decoder plus bias), so a pretrainer's masked-LM head is the `mlm` root.
 the task models put `distilbert.` before them (the head names stay bare),
 which `rename` strips. The sequence classifier's `pre_classifier` and
 `classifier` are a task head: skipped when loading.
+
+keras-hub's `DistilBertBackbone` (`KERAS_HUB`) holds the encoder's weights by
+variable path: `token_and_position_embedding/{token,position}_embedding`,
+`embeddings_layer_norm` and per block BERT's keras-hub names
+(`transformer_layer_N/self_attention_layer/...`), its EinsumDense attention
+kernels shown merged to 2-D by `modeling.pretrained.keras_hub`.
 """
 
 from modeling.checkpoints.name_tables import AS_IS
