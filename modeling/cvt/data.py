@@ -41,6 +41,7 @@ import tensorflow as tf
 from data import atomic
 from data import input_pipeline
 from data import tokenization
+from data.processors import conll
 from data.processors.base import DataError
 from data import word_vocab as vocabulary
 
@@ -74,14 +75,10 @@ def _write_records(path, rows):
 def write_tagged_records(sentences, label_list, vocab, max_seq_length, path,
                          do_lower_case=True, pad_to_multiple=1):
     """Writes tagged sentences (`conll.TaggedSentence`); padding rows fill the last batch."""
+    conll.check_known_tags(sentences, label_list)
     label_map = {label: i for i, label in enumerate(label_list)}
     rows = []
     for sentence in sentences:
-        for i, tag in enumerate(sentence.tags):
-            if tag not in label_map:
-                where = sentence.sources[i] if sentence.sources else sentence.guid
-                raise DataError("%s: tag %r is not among the training labels (%s)"
-                                % (where, tag, ", ".join(label_list)))
         ids, mask = word_ids_of(sentence.words, vocab, max_seq_length, do_lower_case)
         labels = [label_map[t] for t in sentence.tags][:max_seq_length]
         rows.append({"word_ids": ids, "input_mask": mask,
