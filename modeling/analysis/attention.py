@@ -479,7 +479,6 @@ def load_encoder(model_family, bert_config_file, init_checkpoint, vocab_file, do
     loads (Google TF1, HF safetensors, this project's own); None keeps the
     random initialisation.
     """
-    from modeling import checkpoints  # pylint: disable=g-import-not-at-top
     from modeling import registry  # pylint: disable=g-import-not-at-top
     from modeling.serving import inference  # pylint: disable=g-import-not-at-top
     if init_checkpoint:
@@ -498,13 +497,8 @@ def load_encoder(model_family, bert_config_file, init_checkpoint, vocab_file, do
     if max_seq_length < 3 or (limit is not None and max_seq_length > limit):
         raise ValueError("--max_seq_length=%d: expected 3 .. max_position_embeddings=%s of %s"
                          % (max_seq_length, limit, bert_config_file))
-    tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case)
-    inference.check_vocab_fits(len(tokenizer.vocab), config.vocab_size, vocab_file,
-                               bert_config_file)
-    encoder = family.build_encoder(config)
-    if init_checkpoint:
-        checkpoints.init_from_checkpoint(encoder, init_checkpoint)
-    return encoder, tokenizer
+    return inference.wordpiece_encoder(family, config, vocab_file, do_lower_case,
+                                       init_checkpoint, bert_config_file)
 
 
 def write_maps(encoder, tokenizer, texts, output_dir, max_seq_length=128):

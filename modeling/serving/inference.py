@@ -17,8 +17,9 @@ Both pack their inputs with `data.packing` (``text_a ||| text_b`` is a pair),
 the rules the fine-tuning data and the exported SavedModels use.
 
 What the scripts around them check first: `check_vocab_fits` (the vocabulary
-file is the model's), `read_input_lines` (an input file of UTF-8 text, with
-file, line and column of a bad byte).
+file is the model's; `wordpiece_encoder` builds an encoder and its tokenizer
+so checked), `read_input_lines` (an input file of UTF-8 text, with file, line
+and column of a bad byte).
 """
 
 import dataclasses
@@ -156,6 +157,21 @@ def check_vocab_fits(num_vocab_tokens, config_vocab_size, vocab_file, config_fil
             % (vocab_file, num_vocab_tokens,
                "--bert_config_file=%s" % config_file if config_file else "the model config",
                config_vocab_size))
+
+
+def wordpiece_encoder(family, config, vocab_file, do_lower_case, init_checkpoint=None,
+                      config_file=None):
+    """`(encoder, tokenizer)`: the `family`'s encoder of `config` with `init_checkpoint`'s
+    weights (None keeps random ones) and Google's WordPiece tokenizer of `vocab_file`,
+    checked to fit the config (`check_vocab_fits`; `config_file` names it in the message).
+    """
+    from modeling import checkpoints  # pylint: disable=g-import-not-at-top
+    tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case)
+    check_vocab_fits(len(tokenizer.vocab), config.vocab_size, vocab_file, config_file)
+    encoder = family.build_encoder(config)
+    if init_checkpoint:
+        checkpoints.init_from_checkpoint(encoder, init_checkpoint)
+    return encoder, tokenizer
 
 
 def read_input_lines(path, skip_blank=False):

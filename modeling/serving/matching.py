@@ -385,7 +385,6 @@ def load_sentence_encoder(bert_config_file, vocab_file, init_checkpoint=None,
     `run_siamese.py` output dir); None keeps random weights (tests).
     """
     from data import tokenization  # pylint: disable=import-outside-toplevel
-    from modeling import checkpoints  # pylint: disable=import-outside-toplevel
     if similarity not in siamese.SIMILARITIES:
         raise MatchingError("--similarity=%s: expected one of %s"
                             % (similarity, ", ".join(siamese.SIMILARITIES)))
@@ -402,12 +401,8 @@ def load_sentence_encoder(bert_config_file, vocab_file, init_checkpoint=None,
                             % (max_seq_length, config.max_position_embeddings,
                                bert_config_file))
     tokenization.validate_case_matches_checkpoint(do_lower_case, init_checkpoint)
-    tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case)
-    inference.check_vocab_fits(len(tokenizer.vocab), config.vocab_size, vocab_file,
-                               bert_config_file)
-    encoder = family.build_encoder(config)
-    if init_checkpoint:
-        checkpoints.init_from_checkpoint(encoder, init_checkpoint)
+    encoder, tokenizer = inference.wordpiece_encoder(family, config, vocab_file, do_lower_case,
+                                                     init_checkpoint, bert_config_file)
     return SentenceEncoder(encoder, tokenizer, pooling=pooling,
                            normalize=similarity == "cosine", max_seq_length=max_seq_length,
                            precision=precision)
