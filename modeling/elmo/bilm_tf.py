@@ -100,6 +100,15 @@ def find_files(path):
             weights if os.path.isfile(weights) else _single(path, ".hdf5"))
 
 
+def _options_in(folder):
+    """The options file of a bilm-tf folder (`find_files`); `FileNotFoundError` if none."""
+    options, _ = find_files(folder)
+    if options is None:
+        raise FileNotFoundError("%s: no bilm-tf options file (%s or one *options.json)"
+                                % (folder, OPTIONS_FILE))
+    return options
+
+
 def is_bilm_tf_folder(path):
     """True for a folder holding a bilm-tf options file and an HDF5 weights file."""
     options, weights = find_files(path)
@@ -116,11 +125,7 @@ def read_bilm_tf_options(path, vocab_size=None):
     """
     path = os.fspath(path)
     if os.path.isdir(path):
-        found, _ = find_files(path)
-        if found is None:
-            raise FileNotFoundError("%s: no bilm-tf options file (%s or one *options.json)"
-                                    % (path, OPTIONS_FILE))
-        path = found
+        path = _options_in(path)
     if not os.path.isfile(path):
         raise FileNotFoundError("bilm-tf options file not found: %s" % path)
     try:
@@ -274,11 +279,9 @@ def from_bilm_tf(path, weights_file=None, vocab_size=None, **network_kwargs):
     """
     path = os.fspath(path)
     if os.path.isdir(path):
-        options, found = find_files(path)
-        if options is None:
-            raise FileNotFoundError("%s: no bilm-tf options file (%s or one *options.json)"
-                                    % (path, OPTIONS_FILE))
+        options = _options_in(path)
         if weights_file is None:
+            _, found = find_files(path)
             if found is None:
                 raise FileNotFoundError("%s: no bilm-tf weights file (%s or one *.hdf5)"
                                         % (path, WEIGHTS_FILE))
