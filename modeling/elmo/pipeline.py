@@ -35,7 +35,7 @@ from data import tokenization
 from data import word_vocab as vocab_lib
 from data.pretraining.generated_input import generated_input_fn
 from modeling import registry
-from modeling.recipes.pipelines.base import Pipeline
+from modeling.recipes.pipelines.base import RawTextPipeline
 
 __all__ = ["ElmoPipeline", "sentence_features"]
 
@@ -76,7 +76,7 @@ def sentence_features(words, vocab, max_seq_length, max_characters_per_token=50,
 
 
 @registry.pipelines.register("elmo")
-class ElmoPipeline(Pipeline):
+class ElmoPipeline(RawTextPipeline):
     """Raw text -> ELMo's sentences (see the module docstring)."""
 
     data_options = ("max_characters_per_token",)
@@ -102,10 +102,6 @@ class ElmoPipeline(Pipeline):
 
     def vocab_size(self):
         return len(self.vocabulary())
-
-    def demo_inputs(self, train_texts, eval_texts, work_dir):
-        del work_dir  # nothing to build: the text is read as it is
-        return list(train_texts), list(eval_texts)
 
     def _documents(self, files, shuffle_seed=None):
         """Yields each document as its sentences' words (blank lines and wordless ones

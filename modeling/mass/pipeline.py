@@ -68,7 +68,7 @@ from data import tokenization
 from data.pretraining import text_windows
 from data.tokenizers import wordpiece
 from modeling import registry
-from modeling.recipes.pipelines.base import Pipeline
+from modeling.recipes.pipelines.base import RawTextPipeline
 
 __all__ = ["DEFAULT_FRAGMENT_RATIO", "DEFAULT_FRAGMENT_REPLACEMENT", "FRAGMENT_REPLACEMENTS",
            "MassPipeline", "check_fragment_replacement", "decoder_length", "mass_dataset",
@@ -268,7 +268,7 @@ def mass_dataset(input_patterns, vocab_file, do_lower_case, max_seq_length, batc
 
 
 @registry.pipelines.register("mass")
-class MassPipeline(Pipeline):
+class MassPipeline(RawTextPipeline):
     """Raw text -> MASS examples in `tf.data` (see the module docstring).
 
     Recipe `data` options: `mass_fragment_ratio` (default 0.5) and
@@ -289,10 +289,6 @@ class MassPipeline(Pipeline):
 
     def vocab_size(self):
         return len(tokenization.load_vocab(self.options.vocab_file))
-
-    def demo_inputs(self, train_texts, eval_texts, work_dir):
-        del work_dir  # nothing to build: the text is read as it is
-        return list(train_texts), list(eval_texts)
 
     def input_fn(self, inputs, is_training, batch_size):
         options = self.options

@@ -63,7 +63,7 @@ import tensorflow as tf
 from data import corpus as corpus_lib
 from data.tokenizers import sentencepiece as sp_lib
 from modeling import registry
-from modeling.recipes.pipelines.base import Pipeline
+from modeling.recipes.pipelines.base import RawTextPipeline
 from modeling.xlnet import permutation
 
 __all__ = ["LAYOUTS", "XLNetPipeline", "check_layout", "memory_aligned_rows", "split_a_and_b",
@@ -456,7 +456,7 @@ def _stream_span_features(rng, ids, length, is_start, num_predict, k):
 
 
 @registry.pipelines.register("xlnet")
-class XLNetPipeline(Pipeline):
+class XLNetPipeline(RawTextPipeline):
     """Raw text -> SentencePiece streams with factorisation orders (module docstring).
 
     Recipe `data` options: `partial_prediction_k` (K, 6), `eval_passes`
@@ -485,10 +485,6 @@ class XLNetPipeline(Pipeline):
     def check_vocab_files(self):
         super().check_vocab_files()
         sp_lib.load_model_proto(self._model_file())
-
-    def demo_inputs(self, train_texts, eval_texts, work_dir):
-        del work_dir  # nothing to build: the text is read as it is
-        return list(train_texts), list(eval_texts)
 
     def _settings(self):
         """`(k, eval_passes, layout, reuse_len, span_prediction)` of the recipe data."""

@@ -1,6 +1,7 @@
 """Pre-training input pipelines, one module each, registered by name.
 
-    base.py            `Pipeline` (the contract) and `PipelineOptions`
+    base.py            `Pipeline` (the contract), `PipelineOptions` and
+                       `RawTextPipeline` (the base of those reading raw text)
     static_masked.py   "static_masked": Google's TFRecords of masked-LM
                        instances (`create_pretraining_data.py`)
     dynamic_masked.py  "dynamic_masked": raw text tokenized, packed and
@@ -9,5 +10,6 @@
 
 from modeling.recipes.pipelines.base import Pipeline
 from modeling.recipes.pipelines.base import PipelineOptions
+from modeling.recipes.pipelines.base import RawTextPipeline
 
-__all__ = ["Pipeline", "PipelineOptions"]
+__all__ = ["Pipeline", "PipelineOptions", "RawTextPipeline"]

@@ -19,6 +19,9 @@ job's inputs from the bundled corpus:
     pipeline.check_job(job)                refuses run settings it cannot serve
                                            (before anything is written)
 
+`RawTextPipeline` is the base of the pipelines that read the text files
+themselves (their demo inputs are the corpus's files as they are).
+
 `recipe_data` holds the recipe file's `data` options (masking strategy,
 packing, ...); `PipelineOptions` the run's (vocabulary, lengths, seed).
 """
@@ -27,7 +30,7 @@ import dataclasses
 import os
 from typing import Optional
 
-__all__ = ["Pipeline", "PipelineOptions"]
+__all__ = ["Pipeline", "PipelineOptions", "RawTextPipeline"]
 
 
 @dataclasses.dataclass
@@ -132,6 +135,14 @@ class Pipeline:
             seen += size
             if seen >= max_examples:
                 return
+
+
+class RawTextPipeline(Pipeline):
+    """A pipeline that reads raw text files: the demo's inputs are the texts as they are."""
+
+    def demo_inputs(self, train_texts, eval_texts, work_dir):
+        del work_dir  # nothing to build: the text is read as it is
+        return list(train_texts), list(eval_texts)
 
 
 def _holds_text(path):

@@ -15,11 +15,11 @@ and the unigram baseline score the same tokens.
 from data.pretraining import causal_packing
 from data.tokenizers import byte_bpe
 from modeling import registry
-from modeling.recipes.pipelines.base import Pipeline
+from modeling.recipes.pipelines.base import RawTextPipeline
 
 
 @registry.pipelines.register("causal_lm")
-class CausalLMPipeline(Pipeline):
+class CausalLMPipeline(RawTextPipeline):
     """Raw text -> byte-level BPE windows (see the module docstring)."""
 
     data_options = ()
@@ -37,10 +37,6 @@ class CausalLMPipeline(Pipeline):
 
     def vocab_size(self):
         return len(byte_bpe.load_vocab(self._files()[0]))
-
-    def demo_inputs(self, train_texts, eval_texts, work_dir):
-        del work_dir  # nothing to build: the text is read as it is
-        return list(train_texts), list(eval_texts)
 
     def input_fn(self, inputs, is_training, batch_size):
         vocab_file, merges_file = self._files()

@@ -11,21 +11,17 @@ feature names of the static pipeline.
 from data import tokenization
 from data.pretraining import dynamic_masking
 from modeling import registry
-from modeling.recipes.pipelines.base import Pipeline
+from modeling.recipes.pipelines.base import RawTextPipeline
 
 
 @registry.pipelines.register("dynamic_masked")
-class DynamicMaskedPipeline(Pipeline):
+class DynamicMaskedPipeline(RawTextPipeline):
     """Raw text, masked in `tf.data` (see the module docstring)."""
 
     data_options = ("packing",)
 
     def vocab_size(self):
         return len(tokenization.load_vocab(self.options.vocab_file))
-
-    def demo_inputs(self, train_texts, eval_texts, work_dir):
-        del work_dir  # nothing to build: the text is read as it is
-        return list(train_texts), list(eval_texts)
 
     def input_fn(self, inputs, is_training, batch_size):
         options = self.options
