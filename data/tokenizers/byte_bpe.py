@@ -52,6 +52,7 @@ import regex
 import tensorflow as tf
 
 from data.tokenizers import hf_files
+from data.tokenizers import specials
 
 __all__ = [
     "END_OF_TEXT",
@@ -217,10 +218,7 @@ class ByteBPETokenizer:
         if unknown:
             raise ByteBPEError("special token %r is not in %s" % (unknown[0], self.vocab_file))
         self.special_tokens = list(special_tokens)
-        self._special_split = (
-            regex.compile("(%s)" % "|".join(regex.escape(t) for t in
-                                            sorted(self.special_tokens, key=len, reverse=True)))
-            if self.special_tokens else None)
+        self._special_split = specials.pattern(self.special_tokens)
         self._pattern = regex.compile(GPT2_SPLIT_PATTERN)
         self.errors = errors
         # HF's GPT2Tokenizer maps a symbol missing from the vocabulary to
@@ -254,15 +252,11 @@ class ByteBPETokenizer:
 
     def tokenize(self, text):
         """The BPE symbols (strings) of `text`."""
-        tokens = []
         pieces = self._special_split.split(text) if self._special_split else [text]
-        for index, piece in enumerate(pieces):
-            if index % 2:  # a special token (the split's captured group)
-                tokens.append(piece)
-                continue
-            for word in self.split_words(piece):
-                tokens.extend(self.word_tokens(word))
-        return tokens
+        return specials.tokens_of(pieces, self._text_tokens)
+
+    def _text_tokens(self, text):
+        return [token for word in self.split_words(text) for token in self.word_tokens(word)]
 
     def convert_tokens_to_ids(self, tokens):
         ids = []

@@ -29,10 +29,10 @@ newline (so the file must end with one).
 """
 
 import os
-import re
 import unicodedata
 
 from data.tokenizers import hf_files
+from data.tokenizers import specials
 
 __all__ = ["END_OF_WORD", "GPTBPEError", "GPTBPETokenizer", "UNK_TOKEN", "basic_words",
            "load_merges", "load_vocab"]
@@ -146,10 +146,7 @@ class GPTBPETokenizer:
         self.unk_token = unk_token
         self.unk_id = self.encoder.get(unk_token)
         self.special_tokens = [t for t in [unk_token, *special_tokens] if t in self.encoder]
-        self._special_split = (
-            re.compile("(%s)" % "|".join(re.escape(t) for t in
-                                         sorted(self.special_tokens, key=len, reverse=True)))
-            if self.special_tokens else None)
+        self._special_split = specials.pattern(self.special_tokens)
         self._cache = {}
 
     @property
@@ -204,13 +201,7 @@ class GPTBPETokenizer:
         """Symbols of `text`; special tokens written in it stay whole."""
         if self._special_split is None:
             return self.tokenize_plain(text)
-        tokens = []
-        for i, part in enumerate(self._special_split.split(text)):
-            if i % 2:
-                tokens.append(part)
-            elif part:
-                tokens.extend(self.tokenize_plain(part))
-        return tokens
+        return specials.tokens_of(self._special_split.split(text), self.tokenize_plain)
 
     def convert_tokens_to_ids(self, tokens):
         ids = []

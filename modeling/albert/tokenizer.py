@@ -55,6 +55,7 @@ import struct
 import unicodedata
 
 from data import atomic
+from data.tokenizers import specials
 from modeling.pretrained.formats import TokenizerFormatError
 from modeling.pretrained.tokenizers import Encoded
 from modeling.pretrained.tokenizers import PretrainedTokenizer
@@ -206,9 +207,7 @@ class AlbertTokenizer(PretrainedTokenizer):
         self.added_tokens = [(str(c), bool(l), bool(r)) for c, l, r in added_tokens if c]
         super().__init__()
         self._strip = {content: (lstrip, rstrip) for content, lstrip, rstrip in self.added_tokens}
-        contents = sorted(self._strip, key=len, reverse=True)
-        self._added_pattern = re.compile("(%s)" % "|".join(re.escape(c) for c in contents)) \
-            if contents else None
+        self._added_pattern = specials.pattern(self._strip)
 
     def _make_normalizer(self):
         try:
@@ -309,13 +308,7 @@ class AlbertTokenizer(PretrainedTokenizer):
                 parts[i - 1] = parts[i - 1].rstrip()
             if rstrip:
                 parts[i + 1] = parts[i + 1].lstrip()
-        tokens = []
-        for i, part in enumerate(parts):
-            if i % 2:
-                tokens.append(part)
-            elif part:
-                tokens.extend(self._pieces(part))
-        return tokens
+        return specials.tokens_of(parts, self._pieces)
 
     def normalize(self, text):
         """Step 2 of the module docstring: the text the pieces are cut from."""

@@ -32,6 +32,7 @@ from data import atomic
 from data.tokenizers.byte_bpe import WHITESPACE
 from data.tokenizers.byte_bpe import ByteBPEError
 from data.tokenizers.byte_bpe import ByteBPETokenizer
+from data.tokenizers import specials
 from modeling.pretrained.formats import TokenizerFormatError
 from modeling.pretrained.tokenizers import Encoded
 from modeling.pretrained.tokenizers import PretrainedTokenizer
@@ -121,9 +122,8 @@ class RobertaTokenizer(PretrainedTokenizer):
         super().__init__()
         if whole_tokens is None:
             whole_tokens = set(self.special_tokens.values()) | set(self.added_tokens)
-        whole = sorted(set(whole_tokens), key=len, reverse=True)
-        self._special_pattern = (re.compile("(%s)" % "|".join(re.escape(t) for t in whole))
-                                 if whole else re.compile("(?!)"))
+        # No token: a pattern that never matches (the split is the text alone).
+        self._special_pattern = specials.pattern(set(whole_tokens)) or re.compile("(?!)")
 
     @classmethod
     def from_folder(cls, folder):
@@ -181,13 +181,7 @@ class RobertaTokenizer(PretrainedTokenizer):
                 parts[i - 1] = parts[i - 1].rstrip(WHITESPACE)
             if rstrip:
                 parts[i + 1] = parts[i + 1].lstrip(WHITESPACE)
-        tokens = []
-        for i, part in enumerate(parts):
-            if i % 2:
-                tokens.append(part)
-            elif part:
-                tokens.extend(self._pieces(part))
-        return tokens
+        return specials.tokens_of(parts, self._pieces)
 
     def encode(self, text, pair=None, add_special_tokens=True):
         """`Encoded(input_ids, segment_ids)`, as HF's fast `tokenizer(text, pair)`.
