@@ -98,15 +98,6 @@ class RobertaEncoder(BertEncoder):
         # Called by BertEncoder's constructor; None: no pooler, no pooled_output.
         return super()._make_pooler() if self._add_pooling_layer else None
 
-    def build(self, input_shape=None):
-        if self.built:
-            return
-        self.embeddings.build()
-        for layer in self.transformer_layers:
-            layer.build((None, None, self.hidden_size))
-        if self.pooler is not None:
-            self.pooler.build((None, self.hidden_size))
-
     @property
     def max_sequence_length(self):
         """The longest input: positions run from pad_token_id + 1 to max_position_embeddings - 1."""
