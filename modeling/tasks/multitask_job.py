@@ -246,6 +246,13 @@ def _fail(spec, field, message):
     return MultitaskJobError("%s: field %r: %s" % (spec.where, field, message))
 
 
+def _check_processor(spec, processors, reads):
+    """Raises unless the entry's processor is one of `processors` (the first named)."""
+    if spec.processor.lower() not in processors:
+        raise _fail(spec, "processor", "%r: %s (processor \"%s\")"
+                    % (spec.processor, reads, processors[0]))
+
+
 @contextlib.contextmanager
 def _errors_of(spec, field=None):
     """A task's data errors (its runner's, its readers') as one line naming the entry;
@@ -684,9 +691,7 @@ class MultitaskRunner(job_lib.JobRunner):
     def _prepare_tagging_task(self, task, directory):
         """run_ner's runner reads the CoNLL splits and writes the label list and records."""
         job, spec = self.job, task.spec
-        if spec.processor.lower() not in TAGGING_PROCESSORS:
-            raise _fail(spec, "processor", "%r: a tagging task reads CoNLL files (processor "
-                        "\"ner\")" % spec.processor)
+        _check_processor(spec, TAGGING_PROCESSORS, "a tagging task reads CoNLL files")
         scheme = spec.options.get("tagging_scheme", "bio")
         if scheme not in conll.SCHEMES:
             raise _fail(spec, "options", "tagging_scheme=%r: expected one of %s"
@@ -713,9 +718,7 @@ class MultitaskRunner(job_lib.JobRunner):
     def _prepare_span_task(self, task, directory):
         """run_squad's runner reads the questions and writes their document windows."""
         job, spec = self.job, task.spec
-        if spec.processor.lower() not in SPAN_QA_PROCESSORS:
-            raise _fail(spec, "processor", "%r: a span_qa task reads SQuAD JSON (processor "
-                        "\"squad\")" % spec.processor)
+        _check_processor(spec, SPAN_QA_PROCESSORS, "a span_qa task reads SQuAD JSON")
         doc_stride = _int_option(spec, "doc_stride", 128, 1)
         max_query_length = _int_option(spec, "max_query_length", 64, 1)
         if job.max_seq_length < max_query_length + 4:
