@@ -230,6 +230,17 @@ class OpenAIConfig(HFConfig):
     old HF configs' `n_ctx`), `n_layer`, `n_head`."""
 
     MULTIPLE = ("n_embd", "n_head")
+    #: The family's named sizes (`_preset`): name -> field values.
+    PRESETS = {}
+
+    @classmethod
+    def _preset(cls, name, **values):
+        """The config of the preset `name`'s sizes with `values` over them (`KeyError`
+        naming the known presets for another name)."""
+        if name not in cls.PRESETS:
+            raise KeyError("Unknown %s preset %r; known: %s"
+                           % (cls.SCHEMA.family, name, ", ".join(cls.PRESETS)))
+        return cls(**dict(cls.PRESETS[name], **values))
 
     def _prepare(self, values, extra):
         if "n_ctx" in extra and "n_positions" not in values:

@@ -97,6 +97,7 @@ class GPTConfig(hf_config.OpenAIConfig):
     MODEL_TYPE = "openai-gpt"
     RAW_IN_ERRORS = True
     ACTIVATION = ("afn", GPT_ACTIVATIONS, False)
+    PRESETS = _PRESETS
 
     # ------------------------------------------------- BERT-style aliases
 
@@ -114,11 +115,7 @@ class GPTConfig(hf_config.OpenAIConfig):
     @classmethod
     def from_preset(cls, name, vocab_size=40478, **overrides):
         """A named size (`list_presets()`), with `vocab_size` and other overrides."""
-        if name not in _PRESETS:
-            raise KeyError("Unknown GPT preset %r; known: %s" % (name, ", ".join(_PRESETS)))
-        values = dict(_PRESETS[name], vocab_size=vocab_size)
-        values.update(overrides)
-        return cls(**values)
+        return cls._preset(name, vocab_size=vocab_size, **overrides)
 
 
 def load_gpt_config(path):

@@ -134,6 +134,7 @@ class GPT2Config(hf_config.OpenAIConfig):
     MODEL_TYPE = "gpt2"
     REFUSED = _REFUSED
     ACTIVATION = ("activation_function", HF_ACTIVATIONS, True)
+    PRESETS = _PRESETS
 
     def _prepare(self, values, extra):
         super()._prepare(values, extra)
@@ -151,15 +152,12 @@ class GPT2Config(hf_config.OpenAIConfig):
     @classmethod
     def from_preset(cls, name, vocab_size=50257, **overrides):
         """A named size (`list_presets()`), with `vocab_size` and other overrides."""
-        if name not in _PRESETS:
-            raise KeyError("Unknown GPT-2 preset %r; known: %s" % (name, ", ".join(_PRESETS)))
-        values = dict(_PRESETS[name], vocab_size=vocab_size)
         if vocab_size != 50257:
             # <|endoftext|> is the last id of a vocabulary learned by
             # run/create_vocab.py --vocab_type=byte_bpe, as in OpenAI's.
-            values.update(bos_token_id=vocab_size - 1, eos_token_id=vocab_size - 1)
-        values.update(overrides)
-        return cls(**values)
+            overrides = dict(dict(bos_token_id=vocab_size - 1, eos_token_id=vocab_size - 1),
+                             **overrides)
+        return cls._preset(name, vocab_size=vocab_size, **overrides)
 
 
 def load_gpt2_config(path):
