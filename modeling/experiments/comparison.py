@@ -202,31 +202,31 @@ def _steps_per_epoch(job, task):
     return max(1, task["train_examples"] // job.train_batch_size)
 
 
+def _fine_tuned(job, task, work_dir, family, description, config_file_name, **settings):
+    """`family`'s demo pre-training, then run_classifier from it (`settings` on top)."""
+    pre_dir, demo, _, pre_time = _pretrain(job, family, work_dir)
+    return pre_time, description, _run_classifier(
+        job, task, os.path.join(work_dir, "finetune_" + family), model_family=family,
+        bert_config_file=os.path.join(pre_dir, config_file_name), vocab_file=demo.vocab_file,
+        init_checkpoint=pre_dir, **settings)
+
+
 def _bert(job, task, work_dir):
-    pre_dir, demo, _, pre_time = _pretrain(job, "bert", work_dir)
-    return pre_time, "fine-tuned Transformer", _run_classifier(
-        job, task, os.path.join(work_dir, "finetune_bert"), model_family="bert",
-        bert_config_file=os.path.join(pre_dir, "bert_config.json"), vocab_file=demo.vocab_file,
-        init_checkpoint=pre_dir, learning_rate=1e-4)
+    return _fine_tuned(job, task, work_dir, "bert", "fine-tuned Transformer",
+                       "bert_config.json", learning_rate=1e-4)
 
 
 def _elmo(job, task, work_dir):
-    pre_dir, demo, _, pre_time = _pretrain(job, "elmo", work_dir)
-    return pre_time, "frozen biLM features", _run_classifier(
-        job, task, os.path.join(work_dir, "finetune_elmo"), model_family="elmo",
-        bert_config_file=os.path.join(pre_dir, "elmo_options.json"), vocab_file=demo.vocab_file,
-        init_checkpoint=pre_dir, learning_rate=3e-3)
+    return _fine_tuned(job, task, work_dir, "elmo", "frozen biLM features",
+                       "elmo_options.json", learning_rate=3e-3)
 
 
 def _ulmfit(job, task, work_dir):
-    pre_dir, demo, _, pre_time = _pretrain(job, "ulmfit", work_dir)
     # ULMFiT's three techniques; every layer group is unfrozen by half the budget.
-    return pre_time, "fine-tuned AWD-LSTM, concat pooling", _run_classifier(
-        job, task, os.path.join(work_dir, "finetune_ulmfit"), model_family="ulmfit",
-        bert_config_file=os.path.join(pre_dir, "ulmfit_config.json"),
-        vocab_file=demo.vocab_file, init_checkpoint=pre_dir, learning_rate=1e-2,
-        lr_schedule="stlr", layer_lr_decay=2.6,
-        unfreeze_steps=max(1, _steps_per_epoch(job, task) // 3))
+    return _fine_tuned(job, task, work_dir, "ulmfit", "fine-tuned AWD-LSTM, concat pooling",
+                       "ulmfit_config.json", learning_rate=1e-2, lr_schedule="stlr",
+                       layer_lr_decay=2.6,
+                       unfreeze_steps=max(1, _steps_per_epoch(job, task) // 3))
 
 
 def _siatl(job, task, work_dir):
@@ -253,11 +253,8 @@ def _siatl(job, task, work_dir):
 
 
 def _cove(job, task, work_dir):
-    pre_dir, demo, _, pre_time = _pretrain(job, "cove", work_dir)
-    return pre_time, "frozen MT encoder features", _run_classifier(
-        job, task, os.path.join(work_dir, "finetune_cove"), model_family="cove",
-        bert_config_file=os.path.join(pre_dir, "cove_config.json"), vocab_file=demo.vocab_file,
-        init_checkpoint=pre_dir, learning_rate=3e-3)
+    return _fine_tuned(job, task, work_dir, "cove", "frozen MT encoder features",
+                       "cove_config.json", learning_rate=3e-3)
 
 
 RUNNERS = {"bert": _bert, "elmo": _elmo, "ulmfit": _ulmfit, "siatl": _siatl, "cove": _cove}
