@@ -112,6 +112,16 @@ def tfrecord_dataset(input_patterns, feature_spec, batch_size, is_training,
     return d.prefetch(tf.data.AUTOTUNE)
 
 
+def stream_dataset(generate, signature, streams_per_replica):
+    """Batches of `generate()`'s examples in order, each one step of `streams_per_replica`
+    consecutive streams (what a stream carries from step to step, an LSTM's state or
+    XLNet's memory, stays on its row); `signature` maps feature names to `tf.TensorSpec`s.
+    """
+    d = tf.data.Dataset.from_generator(generate, output_signature=signature)
+    d = d.batch(streams_per_replica, drop_remainder=True)
+    return d.prefetch(tf.data.AUTOTUNE)
+
+
 def pretraining_dataset(input_patterns, max_seq_length, max_predictions_per_seq,
                         batch_size, is_training, input_context=None, **kwargs):
     """Batches of Google's pre-training features (see `tfrecord_dataset`)."""

@@ -55,6 +55,7 @@ import numpy as np
 import tensorflow as tf
 
 from data import corpus as corpus_lib
+from data import input_pipeline
 from data import word_vocab as vocab_lib
 from modeling import registry
 from modeling.elmo.pipeline import ElmoPipeline
@@ -236,9 +237,6 @@ class UlmfitPipeline(ElmoPipeline):
                 "input_mask": tf.TensorSpec([width], tf.int32),
                 "state_reset": tf.TensorSpec([], tf.int32),
             }
-            d = tf.data.Dataset.from_generator(generate, output_signature=signature)
-            # In order: a batch is one step of `per_replica` consecutive streams.
-            d = d.batch(per_replica, drop_remainder=True)
-            return d.prefetch(tf.data.AUTOTUNE)
+            return input_pipeline.stream_dataset(generate, signature, per_replica)
 
         return input_fn

@@ -61,6 +61,7 @@ import numpy as np
 import tensorflow as tf
 
 from data import corpus as corpus_lib
+from data import input_pipeline
 from data.tokenizers import sentencepiece as sp_lib
 from modeling import registry
 from modeling.recipes.pipelines.base import RawTextPipeline
@@ -433,10 +434,7 @@ def xlnet_dataset(files, model_file, seq_length, batch_size, is_training, seed,
         "target_weights": tf.TensorSpec([num_predict], tf.float32),
         "mem_reset": tf.TensorSpec([], tf.int32),
     }
-    d = tf.data.Dataset.from_generator(generate, output_signature=signature)
-    # In order: a batch is one step of `streams_per_replica` consecutive streams.
-    d = d.batch(streams_per_replica, drop_remainder=True)
-    return d.prefetch(tf.data.AUTOTUNE)
+    return input_pipeline.stream_dataset(generate, signature, streams_per_replica)
 
 
 def _stream_span_features(rng, ids, length, is_start, num_predict, k):
