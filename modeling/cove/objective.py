@@ -21,19 +21,9 @@ from modeling import registry
 from modeling.layers.common import PACKAGE as _PACKAGE
 from modeling.objectives.base import PerplexityObjective
 from modeling.objectives.base import token_scores
+from modeling.objectives.causal_lm import next_token_targets
 
-__all__ = ["TranslationObjective", "shifted_targets"]
-
-
-def shifted_targets(target_ids, target_mask=None):
-    """`(targets, weights)` `[batch, T - 1]`: position t predicts word t + 1 when it is real."""
-    targets = target_ids[:, 1:]
-    if target_mask is None:
-        weights = tf.ones(tf.shape(targets), tf.float32)
-    else:
-        mask = tf.cast(target_mask, tf.float32)
-        weights = mask[:, 1:] * mask[:, :-1]
-    return targets, weights
+__all__ = ["TranslationObjective"]
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
@@ -66,7 +56,8 @@ class TranslationObjective(PerplexityObjective):
         if "target_ids" not in features:
             return {"losses": {}, "metrics": {}, "outputs": outputs}
         target_ids = tf.cast(features["target_ids"], tf.int32)
-        targets, weights = shifted_targets(target_ids, features.get("target_mask"))
+        # Position t predicts target word t + 1 when both are real.
+        targets, weights = next_token_targets(target_ids, features.get("target_mask"))
         losses, metrics = token_scores(self.name, logits[:, :-1], targets, weights)
         return {"losses": losses, "metrics": metrics, "outputs": outputs}
 
