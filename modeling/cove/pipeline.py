@@ -43,7 +43,7 @@ from data.parallel_text import read_pairs
 from data.parallel_text import split_pairs
 from data.pretraining.generated_input import generated_input_fn
 from modeling import registry
-from modeling.recipes.pipelines.base import Pipeline
+from modeling.recipes.pipelines.base import WordPipeline
 
 __all__ = ["CovePipeline", "ParallelFileError", "pair_features", "read_pairs", "split_pairs"]
 
@@ -71,31 +71,17 @@ def pair_features(source_words, target_words, vocab, max_seq_length):
 
 
 @registry.pipelines.register("cove")
-class CovePipeline(Pipeline):
+class CovePipeline(WordPipeline):
     """Parallel text -> CoVe's translation examples (see the module docstring)."""
 
     data_options = ()
+    pipeline_name = "cove"
 
     demo_vocab_files = {"vocab_file": "data/sample/elmo/vocab.txt"}
 
     # The demo reads its own bundled data (line-aligned pairs), not the
     # sample corpus split by documents (`demo_inputs_from_files`).
     demo_data_files = (SAMPLE_PARALLEL_FILE,)
-
-    def __init__(self, recipe_data, options):
-        super().__init__(recipe_data, options)
-        self._vocab = None
-
-    def vocabulary(self):
-        if self._vocab is None:
-            if not self.options.vocab_file:
-                raise ValueError("--vocab_file (a word list starting <S> </S> <UNK>) is "
-                                 "required by the cove pipeline")
-            self._vocab = vocab_lib.WordVocabulary(self.options.vocab_file)
-        return self._vocab
-
-    def vocab_size(self):
-        return len(self.vocabulary())
 
     def demo_inputs_from_files(self, files, work_dir):
         """Every tenth pair of `files` held out: `([train.tsv], [eval.tsv])` in `work_dir`."""

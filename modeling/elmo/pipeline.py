@@ -36,6 +36,7 @@ from data import word_vocab as vocab_lib
 from data.pretraining.generated_input import generated_input_fn
 from modeling import registry
 from modeling.recipes.pipelines.base import RawTextPipeline
+from modeling.recipes.pipelines.base import WordPipeline
 
 __all__ = ["ElmoPipeline", "sentence_features"]
 
@@ -76,10 +77,11 @@ def sentence_features(words, vocab, max_seq_length, max_characters_per_token=50,
 
 
 @registry.pipelines.register("elmo")
-class ElmoPipeline(RawTextPipeline):
+class ElmoPipeline(RawTextPipeline, WordPipeline):
     """Raw text -> ELMo's sentences (see the module docstring)."""
 
     data_options = ("max_characters_per_token",)
+    pipeline_name = "elmo"
 
     demo_vocab_files = {"vocab_file": "data/sample/elmo/vocab.txt"}
 
@@ -90,18 +92,6 @@ class ElmoPipeline(RawTextPipeline):
             raise ValueError("the recipe's data option max_characters_per_token must be an "
                              "integer >= 3 (ELMo's is 50), got %r" % (value,))
         self.max_characters_per_token = value
-        self._vocab = None
-
-    def vocabulary(self):
-        if self._vocab is None:
-            if not self.options.vocab_file:
-                raise ValueError("--vocab_file (a word list starting <S> </S> <UNK>) is "
-                                 "required by the elmo pipeline")
-            self._vocab = vocab_lib.WordVocabulary(self.options.vocab_file)
-        return self._vocab
-
-    def vocab_size(self):
-        return len(self.vocabulary())
 
     def _documents(self, files, shuffle_seed=None):
         """Yields each document as its sentences' words (blank lines and wordless ones

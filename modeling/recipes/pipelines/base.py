@@ -20,7 +20,8 @@ job's inputs from the bundled corpus:
                                            (before anything is written)
 
 `RawTextPipeline` is the base of the pipelines that read the text files
-themselves (their demo inputs are the corpus's files as they are).
+themselves (their demo inputs are the corpus's files as they are),
+`WordPipeline` of those whose vocabulary is a word list (`data.word_vocab`).
 
 `recipe_data` holds the recipe file's `data` options (masking strategy,
 packing, ...); `PipelineOptions` the run's (vocabulary, lengths, seed).
@@ -30,7 +31,7 @@ import dataclasses
 import os
 from typing import Optional
 
-__all__ = ["Pipeline", "PipelineOptions", "RawTextPipeline"]
+__all__ = ["Pipeline", "PipelineOptions", "RawTextPipeline", "WordPipeline"]
 
 
 @dataclasses.dataclass
@@ -143,6 +144,29 @@ class RawTextPipeline(Pipeline):
     def demo_inputs(self, train_texts, eval_texts, work_dir):
         del work_dir  # nothing to build: the text is read as it is
         return list(train_texts), list(eval_texts)
+
+
+class WordPipeline(Pipeline):
+    """A pipeline whose vocabulary is a word list (`data.word_vocab.WordVocabulary` of
+    --vocab_file, read once); `pipeline_name` names it when --vocab_file is missing."""
+
+    pipeline_name = None
+
+    def __init__(self, recipe_data, options):
+        super().__init__(recipe_data, options)
+        self._vocab = None
+
+    def vocabulary(self):
+        from data import word_vocab  # pylint: disable=g-import-not-at-top
+        if self._vocab is None:
+            if not self.options.vocab_file:
+                raise ValueError("--vocab_file (a word list starting <S> </S> <UNK>) is "
+                                 "required by the %s pipeline" % self.pipeline_name)
+            self._vocab = word_vocab.WordVocabulary(self.options.vocab_file)
+        return self._vocab
+
+    def vocab_size(self):
+        return len(self.vocabulary())
 
 
 def _holds_text(path):
