@@ -121,14 +121,7 @@ def load_merges(merges_file):
     skipped. Every other line must be two symbols separated by one space.
     """
     merges_file = os.fspath(merges_file)
-    try:
-        with open(merges_file, encoding="utf-8") as f:
-            lines = f.read().split("\n")
-    except FileNotFoundError:
-        raise ByteBPEError("merges file not found: %s" % merges_file) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ByteBPEError("merges file %s is not readable UTF-8 text: %s"
-                           % (merges_file, e)) from e
+    lines = hf_files.read_merges_lines(merges_file, ByteBPEError)
     merges = []
     for number, line in enumerate(lines, 1):
         line = line.rstrip("\r")

@@ -57,14 +57,8 @@ def load_vocab(vocab_file):
 def load_merges(merges_file):
     """`[(left, right), ...]` in rank order, read as HF's `OpenAIGPTTokenizer` reads them."""
     merges_file = os.fspath(merges_file)
-    try:
-        with open(merges_file, encoding="utf-8") as f:
-            lines = f.read().split("\n")[1:-1]
-    except FileNotFoundError:
-        raise GPTBPEError("merges file not found: %s" % merges_file) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise GPTBPEError("merges file %s is not readable UTF-8 text: %s"
-                          % (merges_file, e)) from None
+    # HF skips the first line (the header) and what follows the last newline.
+    lines = hf_files.read_merges_lines(merges_file, GPTBPEError)[1:-1]
     merges = []
     for number, line in enumerate(lines, 2):
         parts = line.split()

@@ -7,7 +7,8 @@
 * `write_settings`: `tokenizer_config.json` and `special_tokens_map.json`.
 
 Each returns the paths it wrote, in that order; files are written whole
-(`data.atomic`). `read_vocab_json` reads a `vocab.json` back, checked.
+(`data.atomic`). `read_vocab_json` and `read_merges_lines` read a
+`vocab.json` and a `merges.txt` back, with one-line errors.
 """
 
 import json
@@ -15,8 +16,8 @@ import os
 
 from data import atomic
 
-__all__ = ["MERGES_HEADER", "read_vocab_json", "write_bpe_files", "write_json",
-           "write_settings"]
+__all__ = ["MERGES_HEADER", "read_merges_lines", "read_vocab_json", "write_bpe_files",
+           "write_json", "write_settings"]
 
 MERGES_HEADER = "#version: 0.2"
 
@@ -43,6 +44,18 @@ def read_vocab_json(vocab_file, error):
         raise error("vocab file %s: token %r has id %r, not a non-negative integer"
                     % (vocab_file, bad[0], vocab[bad[0]]))
     return vocab
+
+
+def read_merges_lines(merges_file, error):
+    """The lines of a `merges.txt`, split at each newline (a final newline gives a last "");
+    a missing or unreadable file raises `error` with a one-line message naming it."""
+    try:
+        with open(merges_file, encoding="utf-8") as f:
+            return f.read().split("\n")
+    except FileNotFoundError:
+        raise error("merges file not found: %s" % merges_file) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise error("merges file %s is not readable UTF-8 text: %s" % (merges_file, e)) from None
 
 
 def write_bpe_files(folder, vocab, merges, header=MERGES_HEADER):
