@@ -91,6 +91,20 @@ def open_file(path, mode="rb"):
     return open(path, mode)
 
 
+def text_lines(path, error):
+    """`(number, line)` of every non-blank line of the UTF-8 text file `path` (numbers from
+    1, line ends removed); a line that is not UTF-8 raises `error` ("FILE:N: not UTF-8 text").
+    """
+    with open_file(path) as f:
+        for number, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError:
+                raise error("%s:%d: not UTF-8 text" % (path, number)) from None
+            if line.strip():
+                yield number, line
+
+
 class ReadStats(object):
     """Counts of what the reader skipped or repaired, with first locations."""
 

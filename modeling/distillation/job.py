@@ -65,6 +65,7 @@ import numpy as np
 import tensorflow as tf
 
 from data import atomic
+from data import corpus
 from data import input_pipeline
 from data import processors as processors_lib
 from data import tokenization
@@ -313,22 +314,15 @@ def read_transfer_examples(path):
     if not tf.io.gfile.exists(path):
         raise DistillationError("--transfer_file=%s: no such file" % path)
     examples = []
-    with tf.io.gfile.GFile(path, "rb") as f:
-        for number, raw in enumerate(f, 1):
-            try:
-                line = raw.decode("utf-8").rstrip("\r\n")
-            except UnicodeDecodeError:
-                raise DistillationError("%s:%d: not UTF-8 text" % (path, number)) from None
-            if not line.strip():
-                continue
-            fields = line.split("\t")
-            if len(fields) > 2:
-                raise DistillationError("%s:%d: expected text_a or text_a<TAB>text_b, found %d "
-                                        "tab-separated fields" % (path, number, len(fields)))
-            examples.append(processors_lib.InputExample(
-                guid="transfer-%d" % number, text_a=fields[0],
-                text_b=fields[1] if len(fields) > 1 else None, label=None,
-                source="%s:%d" % (path, number)))
+    for number, line in corpus.text_lines(path, DistillationError):
+        fields = line.split("\t")
+        if len(fields) > 2:
+            raise DistillationError("%s:%d: expected text_a or text_a<TAB>text_b, found %d "
+                                    "tab-separated fields" % (path, number, len(fields)))
+        examples.append(processors_lib.InputExample(
+            guid="transfer-%d" % number, text_a=fields[0],
+            text_b=fields[1] if len(fields) > 1 else None, label=None,
+            source="%s:%d" % (path, number)))
     if not examples:
         raise DistillationError("--transfer_file=%s has no examples" % path)
     return examples

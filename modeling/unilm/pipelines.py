@@ -185,19 +185,12 @@ class PairFileError(ValueError):
 def read_pairs(path):
     """`[(source, target)]` of a `source<TAB>target` file (blank lines skipped)."""
     pairs = []
-    with corpus.open_file(path) as f:
-        for lineno, raw in enumerate(f, 1):
-            try:
-                line = raw.decode("utf-8").rstrip("\r\n")
-            except UnicodeDecodeError:
-                raise PairFileError("%s:%d: not UTF-8 text" % (path, lineno)) from None
-            if not line.strip():
-                continue
-            fields = line.split("\t")
-            if len(fields) != 2 or not fields[0].strip() or not fields[1].strip():
-                raise PairFileError("%s:%d: expected `source<TAB>target` (two non-empty "
-                                    "fields), got %d field(s)" % (path, lineno, len(fields)))
-            pairs.append((fields[0], fields[1]))
+    for lineno, line in corpus.text_lines(path, PairFileError):
+        fields = line.split("\t")
+        if len(fields) != 2 or not fields[0].strip() or not fields[1].strip():
+            raise PairFileError("%s:%d: expected `source<TAB>target` (two non-empty "
+                                "fields), got %d field(s)" % (path, lineno, len(fields)))
+        pairs.append((fields[0], fields[1]))
     return pairs
 
 
