@@ -33,7 +33,16 @@ from modeling.layers import padding_attention_mask
 from modeling.layers import truncated_normal_initializer
 from modeling.layers.config_fields import ConfigFields
 
-__all__ = ["EncoderBase"]
+__all__ = ["EncoderBase", "feature_dict"]
+
+
+def feature_dict(inputs, key, missing):
+    """A network's call `inputs` as a feature dict: a dict as it is, a lone tensor as its
+    `key` entry; a dict without `key` raises `ValueError(missing)`."""
+    features = inputs if isinstance(inputs, dict) else {key: inputs}
+    if key not in features:
+        raise ValueError(missing)
+    return features
 
 
 class EncoderBase(ConfigFields, keras.Model):

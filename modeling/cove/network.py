@@ -52,6 +52,7 @@ import keras
 import tensorflow as tf
 
 from modeling.cove.config import CoveWidths
+from modeling.encoder import feature_dict
 from modeling.layers.common import PACKAGE as _PACKAGE
 from modeling.layers.config_fields import ConfigFields
 
@@ -251,10 +252,9 @@ class CoveNetwork(CoveWidths, ConfigFields, keras.Model):
                 "attentional_states": state}
 
     def call(self, inputs, training=None):
-        features = inputs if isinstance(inputs, dict) else {"input_ids": inputs}
-        if "input_ids" not in features:
-            raise ValueError("CoveNetwork inputs need 'input_ids' ([batch, words] source word "
-                             "ids; 'input_mask', 'target_ids' optional)")
+        features = feature_dict(inputs, "input_ids", "CoveNetwork inputs need 'input_ids' "
+                                "([batch, words] source word ids; 'input_mask', 'target_ids' "
+                                "optional)")
         source_ids = tf.cast(features["input_ids"], tf.int32)
         if source_ids.shape.rank != 2:
             raise ValueError("input_ids must be [batch, words], got shape %s" % source_ids.shape)

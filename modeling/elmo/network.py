@@ -53,6 +53,7 @@ import keras
 import tensorflow as tf
 
 from data import word_vocab as vocabulary
+from modeling.encoder import feature_dict
 from modeling.layers.common import PACKAGE as _PACKAGE
 from modeling.layers.config_fields import ConfigFields
 
@@ -365,10 +366,9 @@ class ElmoNetwork(ConfigFields, keras.Model):
         return outputs
 
     def call(self, inputs, training=None):
-        features = inputs if isinstance(inputs, dict) else {"char_ids": inputs}
-        if "char_ids" not in features:
-            raise ValueError("ElmoNetwork inputs need a 'char_ids' entry ([batch, words, "
-                             "max_characters_per_token] character ids).")
+        features = feature_dict(inputs, "char_ids", "ElmoNetwork inputs need a 'char_ids' "
+                                "entry ([batch, words, max_characters_per_token] character "
+                                "ids).")
         char_ids = tf.cast(features["char_ids"], tf.int32)
         if char_ids.shape.rank != 3:
             raise ValueError("char_ids must be [batch, words, characters], got shape %s"

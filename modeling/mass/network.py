@@ -49,6 +49,7 @@ Weights (paths under the network, `mass/`):
 import keras
 import tensorflow as tf
 
+from modeling.encoder import feature_dict
 from modeling.layers import BertEmbeddings
 from modeling.layers import TransformerBlock
 from modeling.layers import TransformerDecoderBlock
@@ -184,9 +185,8 @@ class MassNetwork(ConfigFields, keras.Model):
     def call(self, inputs, training=None, output_attention_probs=None):
         if output_attention_probs is None:
             output_attention_probs = self.output_attention_probs
-        features = inputs if isinstance(inputs, dict) else {"input_ids": inputs}
-        if "input_ids" not in features:
-            raise ValueError("MassNetwork inputs need an 'input_ids' entry.")
+        features = feature_dict(inputs, "input_ids",
+                                "MassNetwork inputs need an 'input_ids' entry.")
         input_mask = features.get("input_mask")
         sequence_output, encoder_outputs, embedding_output, probs = self.encode(
             features["input_ids"], input_mask, features.get("segment_ids"), training)

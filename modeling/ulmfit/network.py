@@ -63,6 +63,7 @@ so `modeling.training.finetuning_techniques` sees the groups `embeddings`,
 import keras
 import tensorflow as tf
 
+from modeling.encoder import feature_dict
 from modeling.layers.common import PACKAGE as _PACKAGE
 from modeling.layers.config_fields import ConfigFields
 
@@ -350,9 +351,8 @@ class AwdLstm(ConfigFields, keras.Model):
         return [lstm.units for lstm in self.lstms]
 
     def call(self, inputs, training=None):
-        features = inputs if isinstance(inputs, dict) else {"input_ids": inputs}
-        if "input_ids" not in features:
-            raise ValueError("AwdLstm inputs need an 'input_ids' entry ([batch, words] word ids)")
+        features = feature_dict(inputs, "input_ids", "AwdLstm inputs need an 'input_ids' entry "
+                                "([batch, words] word ids)")
         input_ids = tf.cast(features["input_ids"], tf.int32)
         if input_ids.shape.rank != 2:
             raise ValueError("input_ids must be [batch, words], got shape %s" % input_ids.shape)
