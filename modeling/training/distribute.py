@@ -62,6 +62,12 @@ def get_strategy(distribution_strategy="one_device", num_gpus=None, tpu=None,
             cross_device_ops = tf.distribute.NcclAllReduce()
         elif all_reduce_alg == "hierarchical_copy":
             cross_device_ops = tf.distribute.HierarchicalCopyAllReduce()
+        elif not gpus:
+            # Logical CPUs of one process: sum on one device. TensorFlow's
+            # default there is collective ops, whose instance keys collide with
+            # those of an earlier MirroredStrategy of the same process ("Shape
+            # mismatch in the collective instance 100", tensorflow#62790).
+            cross_device_ops = tf.distribute.ReductionToOneDevice()
         return tf.distribute.MirroredStrategy(devices, cross_device_ops=cross_device_ops)
 
 
