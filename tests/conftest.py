@@ -29,6 +29,15 @@ cpu_runtime.use_caching_allocator()
 
 import tensorflow as tf  # noqa: E402  pylint: disable=g-import-not-at-top
 
+# Grappler's graph rewrites (constant folding, layout, arithmetic, remapping
+# of fused kernels, which oneDNN off above leaves nothing to fuse into) cost
+# more than they save on the tiny models of the tests: each new function
+# spent 0.5-1 s in them; a tiny classifier job took 4.6 s with them, 3.3 s
+# without, the same numbers. BERT_FAMILY_TEST_GRAPPLER=1 keeps them. The
+# scripts tests start run as users run them, with grappler.
+if os.environ.get("BERT_FAMILY_TEST_GRAPPLER") != "1":
+    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
+
 _cpus = tf.config.list_physical_devices("CPU")
 try:
     tf.config.set_logical_device_configuration(
