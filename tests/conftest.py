@@ -123,18 +123,21 @@ def write_lines(path, lines):
 # The suite runs with `-n 2 --dist loadfile`: every test file goes to one
 # worker, so a module-scoped fixture (a demo pre-training, a trained model)
 # is built once rather than once per worker. The files that take longest
-# (seconds on a 2-core machine, measured with --durations) are handed out
+# (seconds on a 2-core machine, from a junit report of the whole suite) are handed out
 # first, so that neither worker is left with a long file at the end.
 LONGEST_FIRST = (
-    "test_bad_inputs.py", "test_recipes.py", "test_trainer.py", "test_distillation_job.py",
-    "test_unilm.py", "test_mass.py", "test_xlnet_pretraining.py", "test_fault_injection.py",
-    "test_head_pruning.py", "test_dynamic_masking.py", "test_gpt_recipe.py",
-    "test_run_classifier.py", "test_beam_pipeline.py", "test_cvt.py", "test_multilingual.py",
-    "test_docs.py", "test_cove.py", "test_gpt2_recipe.py", "test_siamese_matching.py",
-    "test_elmo_features.py", "test_siatl.py", "test_elmo_recipe.py", "test_encoders.py",
-    "test_ner.py", "test_finetuning_techniques.py", "test_run_pretraining.py",
-    "test_gpt2_model.py", "test_multiple_choice.py", "test_multitask.py",
-    "test_ulmfit_recipe.py", "test_multitask_distillation.py",
+    "test_bad_inputs.py", "test_recipes.py", "test_trainer.py", "test_head_pruning.py",
+    "test_xlnet_pretraining.py", "test_length_batching.py", "test_mass.py",
+    "test_distillation_job.py", "test_beam_pipeline.py", "test_fault_injection.py",
+    "test_published_token_tasks.py", "test_unilm.py", "test_gpt_recipe.py",
+    "test_dynamic_masking.py", "test_encoders.py", "test_gpt2_model.py", "test_cvt.py",
+    "test_siamese.py", "test_ulmfit_recipe.py", "test_run_classifier.py",
+    "test_multiple_choice.py", "test_scale_out.py", "test_ner.py", "test_pretrained.py",
+    "test_masking.py", "test_published_finetuning.py", "test_checkpoints.py",
+    "test_gpt2_recipe.py", "test_siatl.py", "test_gpt2_harness.py", "test_cove.py",
+    "test_multilingual.py", "test_elmo_recipe.py", "test_multitask_distillation.py",
+    "test_classifier_job.py", "test_safety.py", "test_keras_hub_presets_in.py",
+    "test_optimization.py", "test_docs.py",
 )
 
 
