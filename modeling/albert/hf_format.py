@@ -47,6 +47,7 @@ from modeling.albert.config import BertConfigError
 from modeling.albert.encoder import EXACT_GELU
 from modeling.pretrained.formats import HFFormat
 from modeling.pretrained.formats import TokenizerFormatError
+from modeling.pretrained.formats import keras_hub_tokenizer_file
 
 __all__ = ["EXACT_GELU", "HF_FORMAT", "KERAS_HUB_BACKBONE", "config_from_hf",
            "config_from_keras_hub", "config_to_hf", "load_keras_hub_config", "read_tokenizer",
@@ -158,10 +159,7 @@ def config_from_keras_hub(values):
 def tokenizer_from_keras_hub(folder, values, config=None):
     """`KerasHubAlbertTokenizer` over a preset's `assets/tokenizer/vocabulary.spm`."""
     del config
-    model_file = os.path.join(folder, "assets", "tokenizer", "vocabulary.spm")
-    if not os.path.isfile(model_file):
-        raise TokenizerFormatError("%s: no such file (the keras-hub preset's SentencePiece "
-                                   "model)" % model_file)
+    model_file = keras_hub_tokenizer_file(folder, "vocabulary.spm", "SentencePiece model")
     for key in ("add_bos", "add_eos"):
         if values.get(key):
             raise TokenizerFormatError("%s: %s is true; ALBERT's framing adds [CLS] and [SEP] "

@@ -8,11 +8,10 @@ keys for what Google's file leaves implicit. The tokenizer is WordPiece
 over `vocab.txt` (`modeling.pretrained.tokenizers.WordPieceTokenizer`).
 """
 
-import os
 
 from modeling.bert import config as bert_config
 from modeling.pretrained.formats import HFFormat
-from modeling.pretrained.formats import TokenizerFormatError
+from modeling.pretrained.formats import keras_hub_tokenizer_file
 from modeling.pretrained.tokenizers import WordPieceTokenizer
 
 __all__ = ["HF_FORMAT", "config_from_hf", "config_to_hf"]
@@ -69,10 +68,7 @@ def config_from_keras_hub(values):
 def tokenizer_from_keras_hub(folder, values, config=None):
     """WordPiece over the preset's `assets/tokenizer/vocabulary.txt`, cased as its `lowercase`."""
     del config
-    vocab_file = os.path.join(folder, "assets", "tokenizer", "vocabulary.txt")
-    if not os.path.isfile(vocab_file):
-        raise TokenizerFormatError("%s: no such file (the keras-hub preset's vocabulary)"
-                                   % vocab_file)
+    vocab_file = keras_hub_tokenizer_file(folder, "vocabulary.txt", "vocabulary")
     return WordPieceTokenizer(vocab_file, do_lower_case=bool(values.get("lowercase", True)))
 
 

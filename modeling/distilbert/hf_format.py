@@ -35,6 +35,7 @@ from modeling.distilbert.config import DistilBertConfig
 from modeling.distilbert.config import DistilBertConfigError
 from modeling.pretrained.formats import HFFormat
 from modeling.pretrained.formats import TokenizerFormatError
+from modeling.pretrained.formats import keras_hub_tokenizer_file
 from modeling.pretrained.tokenizers import Encoded
 from modeling.pretrained.tokenizers import WordPieceTokenizer
 from modeling.pretrained.tokenizers import read_json_file
@@ -142,10 +143,7 @@ def config_from_keras_hub(values):
 def tokenizer_from_keras_hub(folder, values, config=None):
     """`KerasHubDistilBertTokenizer` over a preset's `assets/tokenizer/vocabulary.txt`."""
     del config
-    vocab_file = os.path.join(folder, "assets", "tokenizer", "vocabulary.txt")
-    if not os.path.isfile(vocab_file):
-        raise TokenizerFormatError("%s: no such file (the keras-hub preset's WordPiece "
-                                   "vocabulary)" % vocab_file)
+    vocab_file = keras_hub_tokenizer_file(folder, "vocabulary.txt", "WordPiece vocabulary")
     for key, expected in (("suffix_indicator", "##"), ("oov_token", "[UNK]"), ("split", True)):
         if values.get(key, expected) != expected:
             raise TokenizerFormatError("%s: %s=%r; only keras-hub's default %r is read"

@@ -28,6 +28,7 @@ from modeling.gpt2.config import GPT2Config
 from modeling.gpt2.config import GPT2ConfigError
 from modeling.pretrained.formats import HFFormat
 from modeling.pretrained.formats import TokenizerFormatError
+from modeling.pretrained.formats import keras_hub_tokenizer_file
 from modeling.pretrained.tokenizers import Encoded
 from modeling.pretrained.tokenizers import PretrainedTokenizer
 from modeling.pretrained.tokenizers import require_file
@@ -136,11 +137,7 @@ def tokenizer_from_keras_hub(folder, values, config=None):
     files = []
     for name, what in (("vocabulary.json", "byte-level BPE vocabulary"),
                        ("merges.txt", "byte-level BPE merges")):
-        path = os.path.join(folder, "assets", "tokenizer", name)
-        if not os.path.isfile(path):
-            raise TokenizerFormatError("%s: no such file (the keras-hub preset's %s)"
-                                       % (path, what))
-        files.append(path)
+        files.append(keras_hub_tokenizer_file(folder, name, what))
     return GPT2Tokenizer(*files, add_prefix_space=bool(values.get("add_prefix_space", False)))
 
 

@@ -15,13 +15,27 @@ same folder, special tokens and pair framing included.
 """
 
 import dataclasses
+import os
 from typing import Callable, Optional
 
-__all__ = ["HFFormat", "TokenizerFormatError", "UnknownModelTypeError"]
+__all__ = ["HFFormat", "TokenizerFormatError", "UnknownModelTypeError",
+           "keras_hub_tokenizer_file"]
 
 
 class TokenizerFormatError(ValueError):
     """A model folder's tokenizer files are missing or unreadable (one line, names the file)."""
+
+
+def keras_hub_tokenizer_file(folder, name, what):
+    """The path of a keras-hub preset's `assets/tokenizer/<name>`.
+
+    Raises:
+        TokenizerFormatError: no such file (naming it and `what` it holds).
+    """
+    path = os.path.join(folder, "assets", "tokenizer", name)
+    if not os.path.isfile(path):
+        raise TokenizerFormatError("%s: no such file (the keras-hub preset's %s)" % (path, what))
+    return path
 
 
 class UnknownModelTypeError(ValueError):

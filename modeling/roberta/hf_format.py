@@ -28,13 +28,13 @@ sums. The tokenizer is the preset's `assets/tokenizer/vocabulary.json` and
 """
 
 import json
-import os
 
 import numpy as np
 
 from modeling import config_schema
 from modeling.pretrained.formats import HFFormat
 from modeling.pretrained.formats import TokenizerFormatError
+from modeling.pretrained.formats import keras_hub_tokenizer_file
 from modeling.roberta import config as roberta_config
 from modeling.roberta.tokenizer import DEFAULT_SPECIAL_TOKENS
 from modeling.roberta.tokenizer import RobertaTokenizer
@@ -169,13 +169,6 @@ def _keras_hub_merges(merges_file):
     return merges
 
 
-def _keras_hub_file(folder, name, what):
-    path = os.path.join(folder, "assets", "tokenizer", name)
-    if not os.path.isfile(path):
-        raise TokenizerFormatError("%s: no such file (the keras-hub preset's %s)" % (path, what))
-    return path
-
-
 def tokenizer_from_keras_hub(folder, values, config=None):
     """RoBERTa's tokenizer over a preset's `assets/tokenizer/` files, as keras-hub's reads them.
 
@@ -185,8 +178,8 @@ def tokenizer_from_keras_hub(folder, values, config=None):
     `<pad>` is not the config's padding id would put positions elsewhere,
     and is refused.
     """
-    vocab_file = _keras_hub_file(folder, "vocabulary.json", "byte-level BPE vocabulary")
-    merges_file = _keras_hub_file(folder, "merges.txt", "byte-level BPE merges")
+    vocab_file = keras_hub_tokenizer_file(folder, "vocabulary.json", "byte-level BPE vocabulary")
+    merges_file = keras_hub_tokenizer_file(folder, "merges.txt", "byte-level BPE merges")
     try:
         with open(vocab_file, encoding="utf-8") as f:
             vocab = json.load(f)
