@@ -503,10 +503,7 @@ class ClassifierRunner(job_lib.JobRunner):
                         "--export_dir=%s would replace --%s=%s; give the SavedModel a "
                         "directory of its own" % (job.export_dir, name, getattr(job, name)))
         self.check_task_given()
-        try:
-            tokenization.validate_case_matches_checkpoint(job.do_lower_case, job.init_checkpoint)
-        except ValueError as e:
-            raise self.error(str(e)) from e
+        self.check_case_matches_checkpoint()
         self.format_class = input_formats.format_class_for(job.model_family, PooledInputFormat)
         self.family, self.config = self.load_family_config()
         self.check_positive("train_batch_size", "eval_batch_size", "predict_batch_size",

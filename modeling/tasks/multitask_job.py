@@ -435,10 +435,7 @@ class MultitaskRunner(job_lib.JobRunner):
                 "--group_by_length: run_multitask draws each batch from one task's own stream "
                 "(MT-DNN's sampling) and does not regroup them; batches are still cut to "
                 "their length (--trim_batches)")
-        try:
-            tokenization.validate_case_matches_checkpoint(job.do_lower_case, job.init_checkpoint)
-        except ValueError as e:
-            raise MultitaskJobError(str(e)) from e
+        self.check_case_matches_checkpoint()
         self.family, self.config = self.load_family_config()
         # --num_train_steps leaves the epochs unused (not the warm-up).
         self.check_training_values(epochs=job.num_train_steps is None,

@@ -46,7 +46,6 @@ from absl import logging
 
 from data import atomic
 from data import input_pipeline
-from data import tokenization
 from data.processors import conll
 from modeling import registry
 from modeling.tasks import FineTuningTask
@@ -157,10 +156,7 @@ class NerRunner(job_lib.JobRunner):
                               % (job.tagging_scheme, ", ".join(conll.SCHEMES)))
         if job.mixed_precision and job.use_crf:
             logging.info("The CRF computes in float32 under mixed precision.")
-        try:
-            tokenization.validate_case_matches_checkpoint(job.do_lower_case, job.init_checkpoint)
-        except ValueError as e:
-            raise NerJobError(str(e)) from e
+        self.check_case_matches_checkpoint()
         self.family, self.config = self.load_family_config()
         if job.max_seq_length < 3:
             raise NerJobError("--max_seq_length must be at least 3 ([CLS] word [SEP]).")
@@ -168,11 +164,7 @@ class NerRunner(job_lib.JobRunner):
                             "gradient_accumulation_steps")
         self.check_training_values()
         input_pipeline.check_length_batching(job, NerJobError)
-        # A model folder's own tokenizer (RoBERTa's BPE, ...), else Google's WordPiece.
-        self.tokenizer = self.folder_tokenizer(self.config)
-        if self.tokenizer is None:
-            self.check_vocab_matches(self.config)
-            self.tokenizer = tokenization.FullTokenizer(job.vocab_file, job.do_lower_case)
+        self.tokenizer = self.load_tokenizer(self.config)
 
     def check_family(self, family):
         # Any bidirectional encoder (BERT-style, DistilBERT, XLNet); not a causal LM.

@@ -48,7 +48,6 @@ from absl import logging
 import numpy as np
 
 from data import input_pipeline
-from data import tokenization
 from data.processors import pairs
 from modeling import registry
 from modeling.tasks import FineTuningTask
@@ -180,10 +179,7 @@ class SiameseRunner(job_lib.JobRunner):
         if not job.scale > 0:
             raise SiameseJobError("--scale=%s: expected a positive number (1 / temperature)"
                                   % job.scale)
-        try:
-            tokenization.validate_case_matches_checkpoint(job.do_lower_case, job.init_checkpoint)
-        except ValueError as e:
-            raise SiameseJobError(str(e)) from e
+        self.check_case_matches_checkpoint()
         self.family, self.config = self.load_family_config()
         if job.max_seq_length < 3:
             raise SiameseJobError("--max_seq_length must be at least 3 ([CLS] word [SEP]).")
@@ -193,11 +189,7 @@ class SiameseRunner(job_lib.JobRunner):
                                   "other pairs of the batch are the negatives).")
         self.check_training_values()
         input_pipeline.check_length_batching(job, SiameseJobError)
-        # A model folder's own tokenizer (RoBERTa's BPE, ...), else Google's WordPiece.
-        self.tokenizer = self.folder_tokenizer(self.config)
-        if self.tokenizer is None:
-            self.check_vocab_matches(self.config)
-            self.tokenizer = tokenization.FullTokenizer(job.vocab_file, job.do_lower_case)
+        self.tokenizer = self.load_tokenizer(self.config)
 
     def check_family(self, family):
         # Any bidirectional encoder (BERT-style, DistilBERT, XLNet); not a causal LM.

@@ -39,7 +39,6 @@ import tensorflow as tf
 from data import atomic
 from data import input_pipeline
 from data import squad
-from data import tokenization
 from modeling import registry
 from modeling.tasks import FineTuningTask
 from modeling.tasks import input_formats
@@ -152,20 +151,12 @@ class SquadRunner(job_lib.JobRunner):
             raise SquadJobError(
                 "The max_seq_length (%d) must be greater than max_query_length (%d) + 3"
                 % (job.max_seq_length, job.max_query_length))
-        try:
-            tokenization.validate_case_matches_checkpoint(job.do_lower_case, job.init_checkpoint)
-        except ValueError as e:
-            raise SquadJobError(str(e)) from e
+        self.check_case_matches_checkpoint()
         self.family, self.config = self.load_family_config()
         self.check_training_values()
         input_pipeline.check_length_batching(job, SquadJobError)
         self.check_files("vocab_file")
-        # A model folder's own tokenizer and framing (RoBERTa's BPE, ALBERT's
-        # SentencePiece), else Google's WordPiece.
-        self.tokenizer = self.folder_tokenizer(self.config)
-        if self.tokenizer is None:
-            self.check_vocab_matches(self.config)
-            self.tokenizer = tokenization.FullTokenizer(job.vocab_file, job.do_lower_case)
+        self.tokenizer = self.load_tokenizer(self.config)
         # Read every file here: a bad question is reported before any training
         # and before anything is written.
         self.read_splits()

@@ -29,7 +29,8 @@ steps; `JobRunner.run` does them in order and a task supplies only its hooks:
         return NerRunner(job).run()
 
 The shared checks (`check_modes`, `check_required`, `check_positive`,
-`check_training_values`, `load_family_config`, `check_vocab_matches`) raise
+`check_training_values`, `load_family_config`, `check_case_matches_checkpoint`,
+`check_vocab_matches`, `load_tokenizer`) raise
 the runner's `error` (a `ValueError`) with a one-line message that names the
 flag or file, which the run scripts print as ``<script>: error: ...``.
 """
@@ -403,6 +404,27 @@ class JobRunner:
     def folder_tokenizer(self, config, checkpoint_field="init_checkpoint"):
         """The checkpoint folder's own tokenizer, or None (see `folder_tokenizer`)."""
         return folder_tokenizer(self.job, config, self.error, checkpoint_field)
+
+    def load_tokenizer(self, config):
+        """The model folder's own tokenizer (RoBERTa's BPE, ALBERT's SentencePiece, ...:
+        `folder_tokenizer`), else Google's WordPiece of `job.vocab_file`, checked against
+        the config (`check_vocab_matches`)."""
+        from data import tokenization  # pylint: disable=import-outside-toplevel
+        tokenizer = self.folder_tokenizer(config)
+        if tokenizer is None:
+            self.check_vocab_matches(config)
+            tokenizer = tokenization.FullTokenizer(self.job.vocab_file, self.job.do_lower_case)
+        return tokenizer
+
+    def check_case_matches_checkpoint(self):
+        """`--do_lower_case` agrees with what Google's `--init_checkpoint` name says
+        (`tokenization.validate_case_matches_checkpoint`), refused as the runner's error."""
+        from data import tokenization  # pylint: disable=import-outside-toplevel
+        try:
+            tokenization.validate_case_matches_checkpoint(self.job.do_lower_case,
+                                                          self.job.init_checkpoint)
+        except ValueError as e:
+            raise self.error(str(e)) from e
 
     def check_vocab_matches(self, config, required=("[UNK]", "[CLS]", "[SEP]")):
         """The WordPiece vocabulary has the special tokens and the config's vocab_size."""
