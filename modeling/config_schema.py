@@ -28,7 +28,7 @@ import json
 import os
 
 __all__ = ["ConfigSchema", "GOOGLE_BERT_EXTRA_KEYS", "HF_COMMON_KEYS", "config_file_in",
-           "keras_hub_backbone_config"]
+           "keras_hub_backbone_config", "keras_hub_preset_config"]
 
 # Keys of google-research/bert's released bert_config.json files beside the
 # fields (the Chinese and multilingual models carry them; nothing reads them).
@@ -281,3 +281,18 @@ def keras_hub_backbone_config(path, backbone, error):
     if not isinstance(config, dict):
         raise error("the keras-hub %s has no config object" % backbone)
     return config
+
+
+def keras_hub_preset_config(path, backbone, config_from_keras_hub, error, label):
+    """The family's config of a keras-hub preset's `config.json` at `path`, else None.
+
+    `config_from_keras_hub` builds it from the backbone's values
+    (`keras_hub_backbone_config`). A preset of another backbone, or one whose
+    values the family refuses, is `error` naming the file:
+    ``Invalid keras-hub <label> config <path>: ...``.
+    """
+    try:
+        values = keras_hub_backbone_config(path, backbone, error)
+        return None if values is None else config_from_keras_hub(values)
+    except (error, TypeError, ValueError) as e:
+        raise error("Invalid keras-hub %s config %s: %s" % (label, path, e)) from e

@@ -240,11 +240,8 @@ def load_albert_config(path):
         else:
             raise FileNotFoundError(f"No albert_config.json in directory {path}")
     from modeling.albert import hf_format  # pylint: disable=import-outside-toplevel
-    try:
-        # A keras-hub preset's config.json: what its AlbertBackbone computes.
-        keras_hub_config = hf_format.load_keras_hub_config(path)
-    except (BertConfigError, TypeError, ValueError) as e:
-        raise BertConfigError(f"Invalid keras-hub ALBERT config {path}: {e}") from e
+    # A keras-hub preset's config.json: what its AlbertBackbone computes.
+    keras_hub_config = hf_format.load_keras_hub_config(path)
     if keras_hub_config is not None:
         return keras_hub_config
     config = AlbertConfig.from_json_file(path)

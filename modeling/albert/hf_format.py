@@ -169,8 +169,8 @@ def tokenizer_from_keras_hub(folder, values, config=None):
 
 def load_keras_hub_config(path):
     """The `AlbertConfig` of a preset's `config.json` at `path`, or None if it is not one."""
-    values = config_schema.keras_hub_backbone_config(path, KERAS_HUB_BACKBONE, BertConfigError)
-    return None if values is None else config_from_keras_hub(values)
+    return config_schema.keras_hub_preset_config(path, KERAS_HUB_BACKBONE, config_from_keras_hub,
+                                                 BertConfigError, "ALBERT")
 
 
 HF_FORMAT = HFFormat(

@@ -160,12 +160,8 @@ def load_distilbert_config(path):
     """
     path = config_schema.config_file_in(path)
     from modeling.distilbert import hf_format  # pylint: disable=import-outside-toplevel
-    try:
-        # A keras-hub preset's config.json: what its DistilBertBackbone computes.
-        config = hf_format.load_keras_hub_config(path)
-    except (DistilBertConfigError, TypeError, ValueError) as e:
-        raise DistilBertConfigError("Invalid keras-hub DistilBERT config %s: %s" % (path, e)) \
-            from e
+    # A keras-hub preset's config.json: what its DistilBertBackbone computes.
+    config = hf_format.load_keras_hub_config(path)
     if config is not None:
         return config
     return DistilBertConfig.from_json_file(path)

@@ -157,9 +157,8 @@ def tokenizer_from_keras_hub(folder, values, config=None):
 
 def load_keras_hub_config(path):
     """The `DistilBertConfig` of a preset's `config.json` at `path`, or None if it is not one."""
-    values = config_schema.keras_hub_backbone_config(path, KERAS_HUB_BACKBONE,
-                                                     DistilBertConfigError)
-    return None if values is None else config_from_keras_hub(values)
+    return config_schema.keras_hub_preset_config(path, KERAS_HUB_BACKBONE, config_from_keras_hub,
+                                                 DistilBertConfigError, "DistilBERT")
 
 
 HF_FORMAT = HFFormat(

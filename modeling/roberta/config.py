@@ -147,11 +147,8 @@ def load_roberta_config(path):
     if not os.path.isfile(path):
         raise FileNotFoundError(f"RoBERTa config file not found: {path}")
     from modeling.roberta import hf_format  # pylint: disable=g-import-not-at-top
-    try:
-        # A keras-hub preset's config.json: what its RobertaBackbone computes.
-        config = hf_format.load_keras_hub_config(path)
-    except (RobertaConfigError, TypeError, ValueError) as e:
-        raise RobertaConfigError(f"Invalid keras-hub RoBERTa config {path}: {e}") from e
+    # A keras-hub preset's config.json: what its RobertaBackbone computes.
+    config = hf_format.load_keras_hub_config(path)
     if config is not None:
         return config
     try:

@@ -203,9 +203,8 @@ def tokenizer_from_keras_hub(folder, values, config=None):
 
 def load_keras_hub_config(path):
     """The `RobertaConfig` of a preset's `config.json` at `path`, or None if it is not one."""
-    values = config_schema.keras_hub_backbone_config(path, KERAS_HUB_BACKBONE,
-                                                     roberta_config.RobertaConfigError)
-    return None if values is None else config_from_keras_hub(values)
+    return config_schema.keras_hub_preset_config(path, KERAS_HUB_BACKBONE, config_from_keras_hub,
+                                                 roberta_config.RobertaConfigError, "RoBERTa")
 
 
 def fold_token_type(arrays):
