@@ -105,11 +105,6 @@ class RobertaConfig(BertConfig):
         return self.extra["pad_token_id"]
 
     @property
-    def max_sequence_length(self):
-        """Tokens an input may have: the rows past the padding id's (512 for 514)."""
-        return self.max_position_embeddings - self.pad_token_id - 1
-
-    @property
     def bos_token_id(self):
         return self.extra["bos_token_id"]
 
