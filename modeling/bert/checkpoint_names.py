@@ -23,6 +23,7 @@ from modeling.checkpoints.name_tables import Entry
 from modeling.checkpoints.name_tables import NameTable
 from modeling.checkpoints.name_tables import Tied
 from modeling.checkpoints.name_tables import each_layer
+from modeling.checkpoints.name_tables import keras_hub_encoder_block_rows
 from modeling.objectives import MaskedLMHead
 from modeling.objectives import NextSentenceHead
 
@@ -169,25 +170,13 @@ HF = NameTable(
 
 # keras-hub's BertBackbone, by variable path (`modeling.pretrained.keras_hub`
 # shows its EinsumDense attention kernels merged to 2-D, as ours are).
-_K = "transformer_layer_{layer}/"
 _KERAS_HUB_ROWS = (
     ("token_embedding/embeddings", "encoder.embeddings.word_embeddings"),
     ("position_embedding/embeddings", "encoder.embeddings.position_embeddings"),
     ("segment_embedding/embeddings", "encoder.embeddings.token_type_embeddings"),
     ("embeddings_layer_norm/gamma", "encoder.embeddings.layer_norm.gamma"),
     ("embeddings_layer_norm/beta", "encoder.embeddings.layer_norm.beta"),
-    *((_K + "self_attention_layer/%s/%s" % (theirs, part), _TA + "attention.%s.%s" % (ours, part))
-      for theirs, ours in (("query", "query"), ("key", "key"), ("value", "value"),
-                           ("attention_output", "output_dense"))
-      for part in ("kernel", "bias")),
-    (_K + "self_attention_layer_norm/gamma", _TA + "layer_norm.gamma"),
-    (_K + "self_attention_layer_norm/beta", _TA + "layer_norm.beta"),
-    (_K + "feedforward_intermediate_dense/kernel", _TF + "intermediate.kernel"),
-    (_K + "feedforward_intermediate_dense/bias", _TF + "intermediate.bias"),
-    (_K + "feedforward_output_dense/kernel", _TF + "output_dense.kernel"),
-    (_K + "feedforward_output_dense/bias", _TF + "output_dense.bias"),
-    (_K + "feedforward_layer_norm/gamma", _TF + "layer_norm.gamma"),
-    (_K + "feedforward_layer_norm/beta", _TF + "layer_norm.beta"),
+    *keras_hub_encoder_block_rows(),
     ("pooled_dense/kernel", "encoder.pooler.kernel"),
     ("pooled_dense/bias", "encoder.pooler.bias"),
 )

@@ -140,8 +140,9 @@ from modeling.checkpoints.targets import assign
 
 __all__ = [
     "AS_IS", "Entry", "GOOGLE_TF1_KEY", "HF_KEY", "Layout", "NameTable", "Split",
-    "TRANSPOSED", "Tied", "conv1d_block_parts", "each_layer", "fused", "load_by_table",
-    "resolve_getter", "strip_prefix", "table_arrays", "table_for",
+    "TRANSPOSED", "Tied", "conv1d_block_parts", "each_layer", "fused",
+    "keras_hub_encoder_block_rows", "load_by_table", "resolve_getter", "strip_prefix",
+    "table_arrays", "table_for",
 ]
 
 GOOGLE_TF1_KEY = "google_tf1"
@@ -301,6 +302,32 @@ def conv1d_block_parts():
            *pair("mlp.c_proj", ffn + "output_dense", dense))
     return attn, pair("ln_1", attention + "layer_norm", norm), mlp, \
         pair("ln_2", ffn + "layer_norm", norm)
+
+
+def keras_hub_encoder_block_rows():
+    """(variable path, getter) of keras-hub's post-LN `TransformerEncoder` block
+    (`transformer_layer_{layer}/`, the BERT-style backbones' layers) for a
+    `TransformerBlock` at `encoder.transformer_layers[{layer}]`, both stored as they are
+    (`modeling.pretrained.keras_hub` shows the EinsumDense attention kernels merged to 2-D).
+    """
+    stored = "transformer_layer_{layer}/"
+    attention = "encoder.transformer_layers[{layer}].attention_sublayer."
+    ffn = "encoder.transformer_layers[{layer}].ffn_sublayer."
+    return (
+        *((stored + "self_attention_layer/%s/%s" % (theirs, part),
+           attention + "attention.%s.%s" % (ours, part))
+          for theirs, ours in (("query", "query"), ("key", "key"), ("value", "value"),
+                               ("attention_output", "output_dense"))
+          for part in ("kernel", "bias")),
+        (stored + "self_attention_layer_norm/gamma", attention + "layer_norm.gamma"),
+        (stored + "self_attention_layer_norm/beta", attention + "layer_norm.beta"),
+        (stored + "feedforward_intermediate_dense/kernel", ffn + "intermediate.kernel"),
+        (stored + "feedforward_intermediate_dense/bias", ffn + "intermediate.bias"),
+        (stored + "feedforward_output_dense/kernel", ffn + "output_dense.kernel"),
+        (stored + "feedforward_output_dense/bias", ffn + "output_dense.bias"),
+        (stored + "feedforward_layer_norm/gamma", ffn + "layer_norm.gamma"),
+        (stored + "feedforward_layer_norm/beta", ffn + "layer_norm.beta"),
+    )
 
 
 def _fields(template):
