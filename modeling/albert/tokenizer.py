@@ -57,7 +57,6 @@ import unicodedata
 from data import atomic
 from data.tokenizers import specials
 from modeling.pretrained.formats import TokenizerFormatError
-from modeling.pretrained.tokenizers import Encoded
 from modeling.pretrained.tokenizers import PretrainedTokenizer
 from modeling.pretrained.tokenizers import read_json_file
 from modeling.pretrained.tokenizers import require_file
@@ -367,13 +366,7 @@ class AlbertTokenizer(PretrainedTokenizer):
         return [unk if p is None else p for p in reversed(pieces)]
 
     def build_inputs(self, ids_a, ids_b=None):
-        cls_id, sep_id = self.token_id("cls"), self.token_id("sep")
-        ids = [cls_id] + list(ids_a) + [sep_id]
-        segments = [0] * len(ids)
-        if ids_b is not None:
-            ids += list(ids_b) + [sep_id]
-            segments += [1] * (len(ids_b) + 1)
-        return Encoded(ids, segments)
+        return self.cls_sep_inputs(ids_a, ids_b)
 
 
 class KerasHubAlbertTokenizer(AlbertTokenizer):

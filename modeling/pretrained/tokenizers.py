@@ -110,6 +110,17 @@ class PretrainedTokenizer:
         """The id of the special token of `role` ("cls", "sep", "pad", ...)."""
         return self.vocab[self.special_tokens[role]]
 
+    def cls_sep_inputs(self, ids_a, ids_b=None):
+        """`Encoded` framed ``[CLS] a [SEP]`` (token type 0) ``b [SEP]`` (token type 1):
+        the `build_inputs` of the WordPiece and SentencePiece encoders that frame so."""
+        cls_id, sep_id = self.token_id("cls"), self.token_id("sep")
+        ids = [cls_id] + list(ids_a) + [sep_id]
+        segments = [0] * len(ids)
+        if ids_b is not None:
+            ids += list(ids_b) + [sep_id]
+            segments += [1] * (len(ids_b) + 1)
+        return Encoded(ids, segments)
+
     @property
     def vocab_size(self):
         return len(self.vocab)
@@ -239,13 +250,7 @@ class WordPieceTokenizer(PretrainedTokenizer):
         return self._full.tokenize(text)
 
     def build_inputs(self, ids_a, ids_b=None):
-        cls_id, sep_id = self.token_id("cls"), self.token_id("sep")
-        ids = [cls_id] + list(ids_a) + [sep_id]
-        segments = [0] * len(ids)
-        if ids_b is not None:
-            ids += list(ids_b) + [sep_id]
-            segments += [1] * (len(ids_b) + 1)
-        return Encoded(ids, segments)
+        return self.cls_sep_inputs(ids_a, ids_b)
 
     def save(self, folder):
         vocab_path = os.path.join(folder, "vocab.txt")
