@@ -48,3 +48,5 @@ FAMILY = registry.families.register("gpt2", registry.network_family(
     has_pooler=False, hf=hf_format.HF_FORMAT, presets=list_presets))
 # run/generate.py --recipe=gpt2: the causal LM continues each prompt.
 registry.decoders.register("gpt2", generation.causal_lm_decoder("gpt2"))
+# run_classifier's GPT-2 folders: HF's GPT2ForSequenceClassification, `GPT2Classifier`.
+from modeling.gpt2 import classification  # noqa: E402,F401  pylint: disable=g-import-not-at-top

@@ -34,9 +34,9 @@ from modeling.pretrained.tokenizers import PretrainedTokenizer
 from modeling.pretrained.tokenizers import require_file
 from modeling.pretrained.tokenizers import tokenizer_config
 
-__all__ = ["GPT2Tokenizer", "HF_FORMAT", "KERAS_HUB_BACKBONE", "config_from_hf",
-           "config_from_keras_hub", "config_to_hf", "keras_hub_arrays", "load_keras_hub_config",
-           "read_tokenizer", "tokenizer_from_keras_hub"]
+__all__ = ["GPT2Tokenizer", "HF_FORMAT", "KERAS_HUB_BACKBONE", "build_classifier",
+           "config_from_hf", "config_from_keras_hub", "config_to_hf", "keras_hub_arrays",
+           "load_keras_hub_config", "read_tokenizer", "tokenizer_from_keras_hub"]
 
 KERAS_HUB_BACKBONE = "GPT2Backbone"
 
@@ -160,13 +160,24 @@ def load_keras_hub_config(path):
     return None if values is None else config_from_keras_hub(values)
 
 
+def build_classifier(config, num_labels):
+    """A fresh `GPT2Classifier` of `config` (a run_classifier.py checkpoint is restored into it)."""
+    from modeling.gpt2 import classification  # pylint: disable=import-outside-toplevel
+    return classification.GPT2Classifier.from_config_object(config, num_labels)
+
+
 HF_FORMAT = HFFormat(
     model_types=("gpt2",),
     config_from_hf=config_from_hf,
     config_to_hf=config_to_hf,
     read_tokenizer=read_tokenizer,
-    architectures={"encoder": "GPT2Model", "causal_lm": "GPT2LMHeadModel"},
+    architectures={"encoder": "GPT2Model", "causal_lm": "GPT2LMHeadModel",
+                   "classifier": "GPT2ForSequenceClassification"},
     with_prefix="transformer.",
+    # A fine-tuned `GPT2Classifier` (`modeling.gpt2.classification`): HF's `score.weight`
+    # is its `output_weights` ([num_labels, n_embd], no bias).
+    classifier_table=lambda: {"score.weight": ("output_weights", False)},
+    build_classifier=build_classifier,
     # keras-hub presets out (keras-hub converts the HF folder, modeling.pretrained.export)
     # and in (modeling.pretrained.keras_hub, the "keras_hub" name table).
     keras_hub_backbone=KERAS_HUB_BACKBONE,

@@ -115,7 +115,8 @@ _CLASSIFIER_KEY = "model/output_weights/.ATTRIBUTES/VARIABLE_VALUE"
 
 
 def _classifier(folder, config):
-    """A `BertClassifier` restored from a run_classifier.py checkpoint, or None for others."""
+    """A `BertClassifier` (or the family's `HFFormat.build_classifier`) restored from a
+    run_classifier.py checkpoint, or None for other checkpoints."""
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
     from modeling import checkpoints  # pylint: disable=import-outside-toplevel
     if folder.checkpoint is None:
@@ -128,8 +129,13 @@ def _classifier(folder, config):
         return None
     from modeling.analysis import compression  # pylint: disable=import-outside-toplevel
     from modeling.tasks import classification  # pylint: disable=import-outside-toplevel
-    model = classification.BertClassifier.from_config_object(
-        config, num_labels=shapes[_CLASSIFIER_KEY][0], family=folder.family.name)
+    num_labels = shapes[_CLASSIFIER_KEY][0]
+    build = folder.family.hf.build_classifier if folder.family.hf is not None else None
+    if build is not None:  # the family's own classifier (its HFFormat's)
+        model = build(config, num_labels)
+    else:
+        model = classification.BertClassifier.from_config_object(
+            config, num_labels=num_labels, family=folder.family.name)
     model({"input_ids": tf.zeros((1, 2), tf.int32), "input_mask": tf.ones((1, 2), tf.int32),
            "segment_ids": tf.zeros((1, 2), tf.int32)})
     compression.restore_classifier(model, prefix)

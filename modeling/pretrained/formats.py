@@ -69,6 +69,10 @@ class HFFormat:
             fine-tuned `BertClassifier`'s head (`output_weights`,
             `output_bias`) goes in HF's `*ForSequenceClassification`, or None
             when that layout is another head (RoBERTa's two-layer one).
+        build_classifier: `(config, num_labels) -> model`: a fresh fine-tuned
+            classifier of the family that `classifier_table` writes, when it is
+            not `BertClassifier` (a run_classifier.py checkpoint is restored
+            into it); None: `BertClassifier`.
         with_prefix: the prefix HF's task models put before the encoder's
             names (`roberta.`), used when writing a model with heads.
         keras_hub_backbone: keras-hub's backbone class of the family
@@ -97,6 +101,7 @@ class HFFormat:
     architectures: dict = dataclasses.field(default_factory=dict)
     table: str = "hf"
     classifier_table: Optional[Callable] = None
+    build_classifier: Optional[Callable] = None
     with_prefix: str = ""
     keras_hub_backbone: Optional[str] = None
     keras_hub_config: Optional[Callable] = None

@@ -95,8 +95,8 @@ def test_other_families_fine_tune_through_the_same_job(model_files):
     assert np.isfinite(result.eval_results["eval_loss"])
     with pytest.raises(classifier_job.ClassifierJobError, match="no pooled output"):
         classifier_job.run(classifier_job.ClassifierJob(
-            model_family="gpt2", bert_config_file=str(model_files / "albert_config.json"),
-            output_dir=str(model_files / "gpt2_out"), **common))
+            model_family="mass", bert_config_file=str(model_files / "albert_config.json"),
+            output_dir=str(model_files / "mass_out"), **common))
     with pytest.raises(classifier_job.ClassifierJobError, match="unknown model family 'bret'"):
         classifier_job.run(classifier_job.ClassifierJob(
             model_family="bret", bert_config_file=str(model_files / "albert_config.json"),
