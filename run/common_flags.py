@@ -8,6 +8,10 @@ from them (`modeling.training.options`)::
     def main(_):
         ner_job.run(common_flags.job_from_flags(ner_job.NerJob))
 
+or, when that is all its `main` does, in one line (`job_main`)::
+
+    main = common_flags.job_main(ner_job.NerJob, ner_job.run)
+
 The names, defaults and help texts live once, on the dataclass fields
 (`TrainerSettings` holds the trainer's: ``--distribution_strategy``,
 ``--use_xla``, ``--mixed_precision``, ...), so a flag's default cannot drift
@@ -22,7 +26,8 @@ from modeling.training import options
 
 FLAGS = flags.FLAGS
 
-__all__ = ["define_job_flags", "define_trainer_flags", "job_from_flags", "present_flag_values"]
+__all__ = ["define_job_flags", "define_trainer_flags", "job_from_flags", "job_main",
+           "present_flag_values"]
 
 
 def define_job_flags(job_class, exclude=()):
@@ -44,6 +49,17 @@ def job_from_flags(job_class, **overrides):
     """
     from modeling.pretrained import folders  # pylint: disable=import-outside-toplevel
     return folders.fill_settings(options.job_from_flags(job_class, FLAGS, **overrides))
+
+
+def job_main(job_class, run):
+    """Defines `job_class`'s flags; returns a script's `main`, which calls `run` (the job
+    module's ``run``) with the job of the flags and returns None (absl's exit status 0)."""
+    define_job_flags(job_class)
+
+    def main(_):
+        run(job_from_flags(job_class))
+
+    return main
 
 
 def present_flag_values(job_class):

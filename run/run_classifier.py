@@ -69,11 +69,7 @@ import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-o
 import common_flags
 from modeling.tasks import classifier_job
 
-common_flags.define_job_flags(classifier_job.ClassifierJob)
-
-
-def main(_):
-    classifier_job.run(common_flags.job_from_flags(classifier_job.ClassifierJob))
+main = common_flags.job_main(classifier_job.ClassifierJob, classifier_job.run)
 
 
 if __name__ == "__main__":

@@ -25,11 +25,7 @@ import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-o
 import common_flags
 from modeling.cvt import job as cvt_job
 
-common_flags.define_job_flags(cvt_job.CvtJob)
-
-
-def main(_):
-    cvt_job.run(common_flags.job_from_flags(cvt_job.CvtJob))
+main = common_flags.job_main(cvt_job.CvtJob, cvt_job.run)
 
 
 if __name__ == "__main__":

@@ -43,11 +43,7 @@ import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-o
 import common_flags
 from modeling.distillation import job as distillation_job
 
-common_flags.define_job_flags(distillation_job.DistillationJob)
-
-
-def main(_):
-    distillation_job.run(common_flags.job_from_flags(distillation_job.DistillationJob))
+main = common_flags.job_main(distillation_job.DistillationJob, distillation_job.run)
 
 
 if __name__ == "__main__":

@@ -45,11 +45,7 @@ import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-o
 import common_flags
 from modeling.tasks import multitask_job
 
-common_flags.define_job_flags(multitask_job.MultitaskJob)
-
-
-def main(_):
-    multitask_job.run(common_flags.job_from_flags(multitask_job.MultitaskJob))
+main = common_flags.job_main(multitask_job.MultitaskJob, multitask_job.run)
 
 
 if __name__ == "__main__":

@@ -28,11 +28,7 @@ import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-o
 import common_flags
 from modeling.tasks import ner_job
 
-common_flags.define_job_flags(ner_job.NerJob)
-
-
-def main(_):
-    ner_job.run(common_flags.job_from_flags(ner_job.NerJob))
+main = common_flags.job_main(ner_job.NerJob, ner_job.run)
 
 
 if __name__ == "__main__":

@@ -27,11 +27,7 @@ import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-o
 import common_flags
 from modeling.siatl import job as siatl_job
 
-common_flags.define_job_flags(siatl_job.SiatlJob)
-
-
-def main(_):
-    siatl_job.run(common_flags.job_from_flags(siatl_job.SiatlJob))
+main = common_flags.job_main(siatl_job.SiatlJob, siatl_job.run)
 
 
 if __name__ == "__main__":

@@ -29,11 +29,7 @@ import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-o
 import common_flags
 from modeling.tasks import squad_job
 
-common_flags.define_job_flags(squad_job.SquadJob)
-
-
-def main(_):
-    squad_job.run(common_flags.job_from_flags(squad_job.SquadJob))
+main = common_flags.job_main(squad_job.SquadJob, squad_job.run)
 
 
 if __name__ == "__main__":

@@ -17,11 +17,7 @@ import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-o
 import common_flags
 from modeling.mass import translation
 
-common_flags.define_job_flags(translation.TranslationJob)
-
-
-def main(_):
-    translation.run(common_flags.job_from_flags(translation.TranslationJob))
+main = common_flags.job_main(translation.TranslationJob, translation.run)
 
 
 if __name__ == "__main__":
