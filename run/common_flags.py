@@ -51,13 +51,16 @@ def job_from_flags(job_class, **overrides):
     return folders.fill_settings(options.job_from_flags(job_class, FLAGS, **overrides))
 
 
-def job_main(job_class, run):
+def job_main(job_class, run, show=None):
     """Defines `job_class`'s flags; returns a script's `main`, which calls `run` (the job
-    module's ``run``) with the job of the flags and returns None (absl's exit status 0)."""
+    module's ``run``) with the job of the flags, prints ``show(result)`` when `show` is
+    given (a table of the results), and returns None (absl's exit status 0)."""
     define_job_flags(job_class)
 
     def main(_):
-        run(job_from_flags(job_class))
+        result = run(job_from_flags(job_class))
+        if show is not None:
+            print(show(result))
 
     return main
 

@@ -19,12 +19,8 @@ import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-o
 import common_flags
 from modeling.experiments import comparison
 
-common_flags.define_job_flags(comparison.CompareJob)
-
-
-def main(_):
-    rows = comparison.compare(common_flags.job_from_flags(comparison.CompareJob))
-    print(comparison.format_table(rows))
+main = common_flags.job_main(comparison.CompareJob, comparison.compare,
+                             show=comparison.format_table)
 
 
 if __name__ == "__main__":

@@ -16,12 +16,7 @@ import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-o
 import common_flags
 from modeling.experiments import zero_shot
 
-common_flags.define_job_flags(zero_shot.ZeroShotJob)
-
-
-def main(_):
-    rows = zero_shot.run(common_flags.job_from_flags(zero_shot.ZeroShotJob))
-    print(zero_shot.format_table(rows))
+main = common_flags.job_main(zero_shot.ZeroShotJob, zero_shot.run, show=zero_shot.format_table)
 
 
 if __name__ == "__main__":
