@@ -1,32 +1,37 @@
-"""GraphTokenizer against HF `tokenizers`, lines/s with identical ids.
+"""GraphTokenizer and UnicodeWordPiece against HF `tokenizers`, lines/s with identical ids.
 
     pip install -r requirements-bench.txt
     python benchmarks/bench_tokenization.py [--repeats=3] [--batch_size=4096]
 
-Four workloads, each tokenized by
-  * GraphTokenizer (tensorflow-text in a tf.function, batched), this project;
+Five workloads, each tokenized by
+  * GraphTokenizer (tensorflow-text in a tf.function, batched), this project's
+    in-graph tokenizer;
+  * UnicodeWordPiece (`data/tokenizers/unicode_wordpiece.py`: BasicTokenizer as
+    per-code-point tables and WordPiece as a trie walk, one numba-compiled
+    pass over a batch), this project's bulk path to Python ids;
   * HF `tokenizers` BertWordPieceTokenizer ``encode_batch`` (Rust,
     multi-threaded; its fastest idiomatic form), configured as BERT's
     tokenizer (lower-case, strip accents, clean text, CJK characters split);
   * FullTokenizer (pure Python, Google's algorithm), for reference;
-and the ids of all three are checked identical line for line:
+and the ids of all four are checked identical line for line:
 
   en_short  English sentences (~60 characters)     English uncased vocabulary
   en_long   English paragraphs (~1,000 characters) English uncased vocabulary
   zh_short  Chinese sentences                      Chinese vocabulary
   zh_long   Chinese paragraphs                     Chinese vocabulary
+  mixed     a Chinese and an English sentence      Chinese vocabulary
 
 The lines come from `data/sample/` (sentences; paragraphs join a document's
 sentences and the next documents' until ~1,000 characters). The vocabularies
 are Google's English uncased and Chinese ones where installed (the test
-suite's, `requirements-test.txt`), else the sample vocabulary. Both
+suite's, `requirements-test.txt`), else the sample vocabulary. All
 tokenizers get the same batches (at most ``--batch_size`` lines and
 ``--batch_bytes`` bytes) and produce Python lists of ids (what a caller
 gets); each number is
-the fastest of ``--repeats`` passes, the passes of the two tokenizers
-interleaved so that a burst of other work on the machine hits both alike.
-Results are printed as lines/s and as the ratio GraphTokenizer / HF, and
-appended to ``benchmarks/results/bench_tokenization.jsonl``.
+the fastest of ``--repeats`` passes, the passes of the tokenizers
+interleaved so that a burst of other work on the machine hits all alike.
+Results are printed as lines/s and as the ratios GraphTokenizer / HF and
+UnicodeWordPiece / HF, and appended to ``benchmarks/results/bench_tokenization.jsonl``.
 """
 
 import argparse
@@ -42,6 +47,7 @@ import common  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from data import tokenization  # noqa: E402
+from data.tokenizers.unicode_wordpiece import UnicodeWordPiece  # noqa: E402
 from data.tokenizers.wordpiece import GraphTokenizer  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -88,6 +94,13 @@ def workload_lines(path, long_lines, count, paragraph_chars=1000):
     return [base[i % len(base)] for i in range(count)]
 
 
+def mixed_lines(zh_path, en_path, count):
+    """`count` lines of a Chinese sentence followed by an English one."""
+    zh = [s for d in _documents(zh_path) for s in d]
+    en = [s for d in _documents(en_path) for s in d]
+    return [zh[i % len(zh)] + " " + en[(7 * i) % len(en)] for i in range(count)]
+
+
 def _split(flat, splits):
     return [flat[a:b] for a, b in zip(splits, splits[1:])]
 
@@ -132,10 +145,19 @@ def measure(lines, vocab_file, batch_size, batch_bytes, repeats, check_python=Tr
             out.extend(e.ids for e in hf.encode_batch(batch, add_special_tokens=False))
         return out
 
-    times = {"graph": [], "hf": []}
+    bulk = UnicodeWordPiece(tokenization.FullTokenizer(vocab_file, do_lower_case=True))
+    bulk.ids(batches[0])  # compile, or load numba's cache
+
+    def run_bulk():
+        out = []
+        for batch in batches:
+            out.extend(bulk.ids(batch))
+        return out
+
+    times = {"graph": [], "hf": [], "bulk": []}
     results = {}
     for _ in range(repeats):
-        for name, fn in (("graph", run_graph), ("hf", run_hf)):
+        for name, fn in (("graph", run_graph), ("hf", run_hf), ("bulk", run_bulk)):
             start = time.perf_counter()
             results[name] = fn()
             times[name].append(time.perf_counter() - start)
@@ -148,9 +170,12 @@ def measure(lines, vocab_file, batch_size, batch_bytes, repeats, check_python=Tr
         times["python"] = [time.perf_counter() - start]
         record["identical_graph_python"] = results["graph"] == python_ids
         record["identical_hf_python"] = results["hf"] == python_ids
+        record["identical_bulk_python"] = results["bulk"] == python_ids
     record["identical_graph_hf"] = results["graph"] == results["hf"]
+    record["identical_bulk_hf"] = results["bulk"] == results["hf"]
     record["lines_per_s"] = {name: len(lines) / min(t) for name, t in times.items()}
     record["graph_vs_hf"] = record["lines_per_s"]["graph"] / record["lines_per_s"]["hf"]
+    record["bulk_vs_hf"] = record["lines_per_s"]["bulk"] / record["lines_per_s"]["hf"]
     return record
 
 
@@ -166,7 +191,7 @@ def main():
                         help="Most bytes per batch (long lines: smaller batches stay in "
                              "cache and are faster for both tokenizers).")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--workloads", default="en_short,en_long,zh_short,zh_long")
+    parser.add_argument("--workloads", default="en_short,en_long,zh_short,zh_long,mixed")
     parser.add_argument("--no_record", action="store_true")
     args = parser.parse_args()
     workloads = {
@@ -174,38 +199,50 @@ def main():
         "en_long": (os.path.join(SAMPLE, "sample_en.txt"), True, args.english_vocab_file),
         "zh_short": (os.path.join(SAMPLE, "sample_zh.txt"), False, args.chinese_vocab_file),
         "zh_long": (os.path.join(SAMPLE, "sample_zh.txt"), True, args.chinese_vocab_file),
+        "mixed": (None, False, args.chinese_vocab_file),
     }
     records = {}
-    print("%-9s %7s %9s %12s %12s %12s %9s %s" % (
-        "workload", "lines", "chars/ln", "graph l/s", "HF l/s", "Python l/s", "graph/HF",
-        "identical ids"))
+    print("%-9s %7s %9s %12s %12s %12s %12s %9s %9s %s" % (
+        "workload", "lines", "chars/ln", "graph l/s", "bulk l/s", "HF l/s", "Python l/s",
+        "graph/HF", "bulk/HF", "identical ids"))
     for name in args.workloads.split(","):
         path, long_lines, vocab = workloads[name]
         count = args.long_lines if long_lines else args.short_lines
-        lines = workload_lines(path, long_lines, count)
+        if path is None:
+            lines = mixed_lines(os.path.join(SAMPLE, "sample_zh.txt"),
+                                os.path.join(SAMPLE, "sample_en.txt"), count)
+        else:
+            lines = workload_lines(path, long_lines, count)
         record = measure(lines, vocab, args.batch_size, args.batch_bytes, args.repeats)
         record["vocab_file"] = os.path.relpath(vocab, os.path.dirname(os.path.dirname(
             os.path.dirname(vocab))))
         records[name] = record
         rates = record["lines_per_s"]
-        print("%-9s %7d %9.0f %12.0f %12.0f %12.0f %8.2fx graph=HF=%s graph=Python=%s" % (
-            name, len(lines), sum(map(len, lines)) / len(lines), rates["graph"], rates["hf"],
-            rates.get("python", float("nan")), record["graph_vs_hf"],
-            record["identical_graph_hf"], record.get("identical_graph_python")))
+        print("%-9s %7d %9.0f %12.0f %12.0f %12.0f %12.0f %8.2fx %8.2fx graph=HF=%s "
+              "graph=Python=%s bulk=HF=%s bulk=Python=%s" % (
+                  name, len(lines), sum(map(len, lines)) / len(lines), rates["graph"],
+                  rates["bulk"], rates["hf"], rates.get("python", float("nan")),
+                  record["graph_vs_hf"], record["bulk_vs_hf"], record["identical_graph_hf"],
+                  record.get("identical_graph_python"), record["identical_bulk_hf"],
+                  record.get("identical_bulk_python")))
     if not args.no_record:
         path = common.append_result("bench_tokenization", {
             "config": {"batch_size": args.batch_size, "batch_bytes": args.batch_bytes,
                        "repeats": args.repeats,
                        "short_lines": args.short_lines, "long_lines": args.long_lines,
                        "graph": "GraphTokenizer.tokenize in tf.function, ids to Python lists",
+                       "bulk": "UnicodeWordPiece.ids (numba), Python lists",
                        "hf": "BertWordPieceTokenizer.encode_batch(add_special_tokens=False)"},
             "workloads": records,
             "derived": {"graph_vs_hf": {n: r["graph_vs_hf"] for n, r in records.items()},
+                        "bulk_vs_hf": {n: r["bulk_vs_hf"] for n, r in records.items()},
                         "all_identical": all(r["identical_graph_hf"] and
-                                             r.get("identical_graph_python", True)
+                                             r["identical_bulk_hf"] and
+                                             r.get("identical_graph_python", True) and
+                                             r.get("identical_bulk_python", True)
                                              for r in records.values())}})
         print("recorded in %s" % os.path.relpath(path, REPO))
-    if not all(r["identical_graph_hf"] for r in records.values()):
+    if not all(r["identical_graph_hf"] and r["identical_bulk_hf"] for r in records.values()):
         return 1
     return 0
 
