@@ -7,12 +7,22 @@ readable repr, and `load` of a file or of a model folder holding the
 family's file name.
 """
 
+import difflib
 import json
 import os
 
 from data import atomic
 
-__all__ = ["JsonConfig"]
+__all__ = ["JsonConfig", "check_int"]
+
+
+def check_int(name, value, minimum, error):
+    """`value` as an int: a whole number (not a bool) of at least `minimum`, else
+    `error`, one line naming the field, `minimum` and the value."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+            isinstance(value, float) and not value.is_integer()) or value < minimum:
+        raise error("`%s` must be an integer >= %d, got %r" % (name, minimum, value))
+    return int(value)
 
 
 class JsonConfig:
@@ -43,6 +53,24 @@ class JsonConfig:
             return cls.from_dict(values)
         except (cls.ERROR, TypeError) as e:
             raise cls.ERROR("Invalid %s file %s: %s" % (cls.KIND, path, e)) from None
+
+    @classmethod
+    def check_object(cls, values, known, required=(), article="a"):
+        """`from_dict`'s first checks: `values` is a JSON object, each key is one of `known`
+        (the first that is not is named, with the closest known key) and the `required` keys
+        are there; else `ERROR` (``a <KIND> must be a JSON object, ...``)."""
+        if not isinstance(values, dict):
+            raise cls.ERROR("%s %s must be a JSON object, got %s"
+                            % (article, cls.KIND, type(values).__name__))
+        for key in values:
+            if key not in known:
+                close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+                raise cls.ERROR("unknown %s key `%s`%s; known: %s" % (
+                    cls.KIND, key, " (did you mean `%s`?)" % close[0] if close else "",
+                    ", ".join(known)))
+        for key in required:
+            if key not in values:
+                raise cls.ERROR("missing %s key `%s`" % (cls.KIND, key))
 
     @classmethod
     def load(cls, path):

@@ -18,7 +18,6 @@ Saved as `cove_config.json` by the pre-training job. Every bad value is a
 one).
 """
 
-import difflib
 
 from modeling import json_config
 
@@ -35,10 +34,7 @@ class CoveConfigError(ValueError):
 
 
 def _int(name, value, minimum=1):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-            isinstance(value, float) and not value.is_integer()) or value < minimum:
-        raise CoveConfigError("`%s` must be an integer >= %d, got %r" % (name, minimum, value))
-    return int(value)
+    return json_config.check_int(name, value, minimum, CoveConfigError)
 
 
 class CoveWidths:
@@ -102,17 +98,7 @@ class CoveConfig(CoveWidths, json_config.JsonConfig):
 
     @classmethod
     def from_dict(cls, values):
-        if not isinstance(values, dict):
-            raise CoveConfigError("a CoVe config must be a JSON object, got %s"
-                                  % type(values).__name__)
-        unknown = [key for key in values if key not in _FIELDS]
-        if unknown:
-            close = difflib.get_close_matches(str(unknown[0]), _FIELDS, n=1, cutoff=0.6)
-            raise CoveConfigError("unknown CoVe config key `%s`%s; known: %s" % (
-                unknown[0], " (did you mean `%s`?)" % close[0] if close else "",
-                ", ".join(_FIELDS)))
-        if "vocab_size" not in values:
-            raise CoveConfigError("missing CoVe config key `vocab_size`")
+        cls.check_object(values, _FIELDS, required=("vocab_size",))
         return cls(**values)
 
     def to_dict(self):

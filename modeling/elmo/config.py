@@ -96,10 +96,7 @@ def _unknown(values, known, where):
 
 
 def _int(name, value, minimum=1):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-            isinstance(value, float) and not value.is_integer()) or value < minimum:
-        raise ElmoConfigError("`%s` must be an integer >= %d, got %r" % (name, minimum, value))
-    return int(value)
+    return json_config.check_int(name, value, minimum, ElmoConfigError)
 
 
 def _optional_positive(name, value):

@@ -32,7 +32,6 @@ The defaults are fastai's LM configuration (the paper's sizes; fastai's
 `hidden_size` = `n_hid`, `num_hidden_layers`) serve generic code.
 """
 
-import difflib
 
 from data import word_vocab as vocabulary
 from modeling import json_config
@@ -55,10 +54,7 @@ class AwdLstmConfigError(ValueError):
 
 
 def _int(name, value, minimum=1):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-            isinstance(value, float) and not value.is_integer()) or value < minimum:
-        raise AwdLstmConfigError("`%s` must be an integer >= %d, got %r" % (name, minimum, value))
-    return int(value)
+    return json_config.check_int(name, value, minimum, AwdLstmConfigError)
 
 
 def _probability(name, value):
@@ -123,18 +119,8 @@ class AwdLstmConfig(json_config.JsonConfig):
 
     @classmethod
     def from_dict(cls, values):
-        if not isinstance(values, dict):
-            raise AwdLstmConfigError("an AWD-LSTM config must be a JSON object, got %s"
-                                     % type(values).__name__)
-        known = [key for key, _ in _FIELDS]
-        for key in values:
-            if key not in known:
-                close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
-                raise AwdLstmConfigError("unknown AWD-LSTM config key `%s`%s; known: %s" % (
-                    key, " (did you mean `%s`?)" % close[0] if close else "",
-                    ", ".join(known)))
-        if "vocab_size" not in values:
-            raise AwdLstmConfigError("missing AWD-LSTM config key `vocab_size`")
+        cls.check_object(values, [key for key, _ in _FIELDS], required=("vocab_size",),
+                         article="an")
         return cls(**{attr: values[key] for key, attr in _FIELDS if key in values})
 
     def to_dict(self):
