@@ -18,8 +18,13 @@ shrinking loop finds), from the root for a word's first piece and from the
 that becomes printable ASCII once lower-cased and stripped of accents
 (``Café`` -> ``cafe``, Google's own steps, see `_plain_form`) goes the same
 way. Every other line (CJK, controls, Unicode spaces or punctuation, ...) goes
-through the `fallback` given -- `FullTokenizer` itself, or the in-graph
-`BulkTokenizer` for large non-ASCII corpora -- so the ids are always
+through `unicode_wordpiece.UnicodeWordPiece` (compiled too, for any script,
+with per-code-point tables) when there are enough of them to pay for building
+its tables (``unicode_min_chars`` characters in one call; the tables take
+about half a second once per process), else through the `fallback` given --
+`FullTokenizer` itself, or the in-graph `BulkTokenizer` for large non-ASCII
+corpora; the few lines `UnicodeWordPiece` leaves (a capital sigma when lower
+casing, see there) go to the `fallback` too. So the ids are always
 `FullTokenizer`'s (tests/data/test_ascii_wordpiece.py compares them on random text
 made to hit every rule).
 
@@ -33,6 +38,7 @@ import unicodedata
 import numpy as np
 
 from data import termination
+from data.tokenizers import unicode_wordpiece
 
 try:  # pragma: no cover - numba is in requirements.txt
     import numba
@@ -53,6 +59,11 @@ del _c
 _HASH_MULTIPLIER = 2654435761
 _HASH_SHIFT = 15
 _MAX_TRIE_BYTES = 1 << 22
+
+# Characters of other lines in one call from which they go through
+# UnicodeWordPiece: FullTokenizer takes about a microsecond per character, the
+# tables about half a second once per process.
+UNICODE_MIN_CHARS = 200000
 
 
 if numba is not None:
@@ -183,9 +194,12 @@ class AsciiWordPiece(object):
         unknown token and longest word are used).
       fallback: callable(list of lines) -> list of lists of token strings
         for the other lines; default: `full_tokenizer.tokenize` per line.
+      unicode_min_chars: the other lines of a call go through
+        `UnicodeWordPiece` instead when they have at least this many
+        characters (and from then on always); None: never.
     """
 
-    def __init__(self, full_tokenizer, fallback=None):
+    def __init__(self, full_tokenizer, fallback=None, unicode_min_chars=UNICODE_MIN_CHARS):
         self.full_tokenizer = full_tokenizer
         self.vocab = full_tokenizer.vocab
         self.do_lower_case = full_tokenizer.do_lower_case
@@ -196,6 +210,8 @@ class AsciiWordPiece(object):
         self._unk_id = self.vocab[unk]
         self._max_chars = int(wordpiece.max_input_chars_per_word)
         self._fallback = fallback
+        self._unicode_min_chars = unicode_min_chars
+        self._unicode = None
         self._trie = None
         entries = [(token.encode("ascii"), index) for token, index in self.vocab.items()
                    if token.isascii() and token]
@@ -213,7 +229,10 @@ class AsciiWordPiece(object):
     def id_arrays(self, lines):
         """(ids int32, counts int64): every line's ids (FullTokenizer's, ``[UNK]``
         included), concatenated in line order, and how many each line has."""
-        plain = ([_plain_form(line, self.do_lower_case) for line in lines]
+        # Once UnicodeWordPiece is in use, lines that are not ASCII go to it
+        # as they are (lower casing and stripping them here first would cost more).
+        strip = self._unicode is None
+        plain = ([_plain_form(line, self.do_lower_case, strip) for line in lines]
                  if self._trie is not None else [None] * len(lines))
         fast_index = [k for k, text in enumerate(plain) if text is not None]
         counts = np.zeros(len(lines), np.int64)
@@ -234,13 +253,19 @@ class AsciiWordPiece(object):
             counts[fast_index] = fast_counts
         slow_index = [k for k, text in enumerate(plain) if text is None]
         slow_lines = [lines[k] for k in slow_index]
-        if self._fallback is not None:
-            slow = self._fallback(slow_lines)
+        if self._unicode_path(slow_lines):
+            slow_ids, slow_counts = self._unicode.id_arrays(slow_lines)
+            if len(fast_index) == 0:
+                return slow_ids, slow_counts
         else:
-            slow = [self.full_tokenizer.tokenize(line) for line in slow_lines]
-        vocab = self.vocab
-        slow_ids = np.array([vocab[token] for tokens in slow for token in tokens], np.int32)
-        slow_counts = np.fromiter(map(len, slow), np.int64, count=len(slow))
+            if self._fallback is not None:
+                slow = self._fallback(slow_lines)
+            else:
+                slow = [self.full_tokenizer.tokenize(line) for line in slow_lines]
+            vocab = self.vocab
+            slow_ids = np.array([vocab[token] for tokens in slow for token in tokens],
+                                np.int32)
+            slow_counts = np.fromiter(map(len, slow), np.int64, count=len(slow))
         counts[slow_index] = slow_counts
         # Each token's place in the merged output: its line's start there plus
         # its rank within the line.
@@ -257,6 +282,16 @@ class AsciiWordPiece(object):
             merged[np.arange(len(part_ids)) + shift] = part_ids
         return merged, counts
 
+    def _unicode_path(self, lines):
+        """Whether `lines` (the other lines of a call) go through UnicodeWordPiece."""
+        if self._unicode is None:
+            if (self._unicode_min_chars is None or not unicode_wordpiece.available()
+                    or sum(map(len, lines)) < self._unicode_min_chars):
+                return False
+            self._unicode = unicode_wordpiece.UnicodeWordPiece(self.full_tokenizer,
+                                                               fallback=self._fallback)
+        return True
+
     def ids(self, lines):
         """A list of id lists, one per line (FullTokenizer's ids, ``[UNK]`` included)."""
         ids, counts = self.id_arrays(lines)
@@ -265,7 +300,7 @@ class AsciiWordPiece(object):
         return [flat[start:end] for start, end in zip([0] + ends[:-1], ends)]
 
 
-def _plain_form(line, do_lower_case):
+def _plain_form(line, do_lower_case, strip=True):
     """The printable-ASCII text `BasicTokenizer` sees in `line`, or None if it is not one.
 
     Line ends and tabs are whitespace, as the space is. With lower casing,
@@ -275,6 +310,7 @@ def _plain_form(line, do_lower_case):
     tokenized as that ASCII text. Anything else that BasicTokenizer treats
     specially (controls, Unicode spaces, CJK, punctuation outside ASCII)
     stays non-ASCII through these steps, so its line is left to the fallback.
+    With `strip` False, a line that is not ASCII is None at once.
     """
     text = line.rstrip("\r\n")
     if "\t" in text:
@@ -283,7 +319,7 @@ def _plain_form(line, do_lower_case):
         if not text.isprintable():
             return None
         return text.lower() if do_lower_case else text
-    if not do_lower_case:
+    if not do_lower_case or not strip:
         return None
     text = unicodedata.normalize("NFD", text.lower())
     text = "".join(c for c in text if c.isascii() or unicodedata.category(c) != "Mn")

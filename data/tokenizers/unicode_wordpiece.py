@@ -86,6 +86,7 @@ class CharTables(object):
         expansions = []
         classify = tokenization._classify_char  # pylint: disable=protected-access
         category = unicodedata.category
+        combining = unicodedata.combining
         for cp in range(_CODE_POINTS):
             char = chr(cp)
             cat = category(char)
@@ -108,15 +109,25 @@ class CharTables(object):
             if cp == 0x3A3:  # capital sigma: final or not depends on its neighbours
                 kind[cp] = FALLBACK
                 continue
-            mapped = _lower_strip(char)
-            if any(unicodedata.combining(c) and category(c) != "Mn" for c in mapped):
-                kind[cp] = FALLBACK
-                continue
+            if (cat != "Mn" and char.lower() == char
+                    and unicodedata.is_normalized("NFD", char)):
+                # Most characters: nothing to lower-case or strip.
+                mapped = char
+                if combining(char):
+                    kind[cp] = FALLBACK
+                    continue
+            else:
+                mapped = _lower_strip(char)
+                if any(combining(c) for c in mapped):  # the Mn are gone already
+                    kind[cp] = FALLBACK
+                    continue
             if cls == tokenization._CJK:  # pylint: disable=protected-access
                 # A word of its own: lower-cased and stripped as a whole.
+                if mapped == char:
+                    continue
                 if len(mapped) == 1 and _mapped_kind(mapped) == LETTER:
                     single[cp] = ord(mapped)
-                else:  # pragma: no cover - no such character in Unicode 15
+                else:  # pragma: no cover - no such character so far
                     kind[cp] = FALLBACK
                 continue
             if mapped == char and cls != tokenization._PUNCT:  # pylint: disable=protected-access

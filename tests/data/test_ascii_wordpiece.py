@@ -136,3 +136,40 @@ def test_vocabulary_too_large_for_the_trie_takes_the_fallback(sample_vocab_file,
     assert fast.ids(lines) == [full.convert_tokens_to_ids(full.tokenize(line))
                                for line in lines]
     assert seen == lines
+
+
+@pytest.mark.parametrize("do_lower_case", [True, False])
+def test_other_lines_through_unicode_wordpiece(do_lower_case, chinese_vocab_file):
+    """Enough non-ASCII text in one call goes through the compiled UnicodeWordPiece
+    (only its capital-sigma lines reach the fallback), in line order with the ASCII
+    lines, and keeps doing so for later calls however small."""
+    full = tokenization.FullTokenizer(chinese_vocab_file, do_lower_case)
+    words = [w for w in full.vocab if not w.startswith("[")][:3000]
+    words = [w[2:] if w.startswith("##") else w for w in words]
+    words = words + [w.upper() for w in words[:300]] + [w.title() for w in words[300:600]]
+    lines = _random_lines(random.Random(9), 2000, words)
+    seen = []
+
+    def fallback(batch):
+        seen.extend(batch)
+        return [full.tokenize(line) for line in batch]
+
+    fast = ascii_wordpiece.AsciiWordPiece(full, fallback=fallback, unicode_min_chars=20000)
+    assert fast.ids(lines) == [full.convert_tokens_to_ids(full.tokenize(line))
+                               for line in lines]
+    sigma = [line for line in lines if "\u03a3" in line]
+    assert sigma and seen == (sigma if do_lower_case else [])
+    seen.clear()
+    few = ["Caf\u00e9 \u4e2d\u6587", "plain text", "\u03a3\u03bf\u03c6\u03af\u03b1"]
+    ids, counts = fast.id_arrays(few)
+    expected = [full.convert_tokens_to_ids(full.tokenize(line)) for line in few]
+    assert counts.tolist() == [len(e) for e in expected]
+    assert ids.tolist() == [i for e in expected for i in e]
+    assert seen == ([few[2]] if do_lower_case else [])
+    # Below the threshold, and with it switched off, the fallback takes them all.
+    for fresh in (ascii_wordpiece.AsciiWordPiece(full, fallback=fallback),
+                  ascii_wordpiece.AsciiWordPiece(full, fallback=fallback,
+                                                 unicode_min_chars=None)):
+        seen.clear()
+        assert fresh.ids(few) == expected
+        assert seen == [few[0], few[2]]
