@@ -28,7 +28,7 @@ import tensorflow as tf
 
 from modeling import registry
 from modeling.layers.common import PACKAGE as _PACKAGE
-from modeling.objectives.base import PerplexityObjective
+from modeling.objectives.base import TokenTableObjective
 from modeling.objectives.base import _Ref
 from modeling.objectives.base import token_scores
 
@@ -36,7 +36,7 @@ __all__ = ["MassObjective"]
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class MassObjective(PerplexityObjective):
+class MassObjective(TokenTableObjective):
     """Fragment (or target sentence) prediction by the attached `MassNetwork`'s decoder.
 
     Args:
@@ -47,19 +47,10 @@ class MassObjective(PerplexityObjective):
     Outputs: `<name>_logits` float32 `[batch, dec, vocab]`.
     """
 
-    def __init__(self, vocab_size, loss_weight=1.0, **kwargs):
-        kwargs.setdefault("name", "mass")
-        super().__init__(loss_weight=loss_weight, **kwargs)
-        self.vocab_size = vocab_size
-        self._network = None
-        self.build()
+    _DEFAULT_NAME = "mass"
 
     def attach(self, encoder):
-        table = encoder.embedding_table
-        if int(table.shape[0]) != self.vocab_size:
-            raise ValueError("The network's embedding table has %d rows but the %s objective "
-                             "predicts %d tokens." % (int(table.shape[0]), self.name,
-                                                      self.vocab_size))
+        self.check_table(encoder)
         if not hasattr(encoder, "logits"):
             raise ValueError("The %s objective needs an encoder-decoder network with a "
                              "`logits` method (MassNetwork), got %s"

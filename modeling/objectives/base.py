@@ -67,8 +67,8 @@ from data.pretraining.baselines import unigram_statistics
 from modeling.layers.common import PACKAGE as _PACKAGE
 from modeling.layers.encoder_models import EncoderModel
 
-__all__ = ["BertPretrainer", "Objective", "PerplexityObjective", "Pretrainer", "head_kwargs",
-           "perplexities", "sparse_cross_entropy"]
+__all__ = ["BertPretrainer", "Objective", "PerplexityObjective", "Pretrainer",
+           "TokenTableObjective", "head_kwargs", "perplexities", "sparse_cross_entropy"]
 
 
 # Below this probability of the label, -log(p) from a float32 softmax loses
@@ -241,6 +241,38 @@ class PerplexityObjective(Objective):
         config = super().get_config()
         config[self._VOCAB] = getattr(self, self._VOCAB)
         return config
+
+
+class TokenTableObjective(PerplexityObjective):
+    """A `PerplexityObjective` over the attached network's token table, whose
+    `vocab_size` rows `attach` checks (the causal LM, XLNet's permutation LM, MASS).
+
+    `_DEFAULT_NAME`: the layer's name unless one is given; `_PREDICTOR`: what
+    the row-count error says predicts (``{name}``: the layer's name). `attach`
+    keeps the network in `_network`, untracked.
+    """
+
+    _DEFAULT_NAME = None
+    _PREDICTOR = "the {name} objective"
+
+    def __init__(self, vocab_size, loss_weight=1.0, **kwargs):
+        kwargs.setdefault("name", self._DEFAULT_NAME)
+        super().__init__(loss_weight=loss_weight, **kwargs)
+        self.vocab_size = vocab_size
+        self._network = None
+        self.build()
+
+    def check_table(self, network):
+        """The network's embedding table has `vocab_size` rows (else one-line ValueError)."""
+        rows = int(network.embedding_table.shape[0])
+        if rows != self.vocab_size:
+            raise ValueError("The network's embedding table has %d rows but %s predicts %d "
+                             "tokens." % (rows, self._PREDICTOR.format(name=self.name),
+                                          self.vocab_size))
+
+    def attach(self, encoder):
+        self.check_table(encoder)
+        self._network = _Ref(encoder)
 
 
 def perplexities(results, metric, baseline_kind="unigram"):

@@ -28,8 +28,7 @@ import tensorflow as tf
 
 from modeling import registry
 from modeling.layers.common import PACKAGE as _PACKAGE
-from modeling.objectives.base import PerplexityObjective
-from modeling.objectives.base import _Ref
+from modeling.objectives.base import TokenTableObjective
 from modeling.objectives.base import tied_logits
 from modeling.objectives.base import token_scores
 
@@ -52,7 +51,7 @@ def next_token_targets(input_ids, input_mask=None):
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class CausalLMObjective(PerplexityObjective):
+class CausalLMObjective(TokenTableObjective):
     """Next-token prediction through the attached network's embedding table.
 
     Args:
@@ -65,27 +64,15 @@ class CausalLMObjective(PerplexityObjective):
     """
 
     _METRIC = "causal_lm"
-
-    def __init__(self, vocab_size, loss_weight=1.0, **kwargs):
-        kwargs.setdefault("name", "causal_lm")
-        super().__init__(loss_weight=loss_weight, **kwargs)
-        self.vocab_size = vocab_size
-        self._encoder = None
-        self.build()
-
-    def attach(self, encoder):
-        table = encoder.embedding_table
-        if int(table.shape[0]) != self.vocab_size:
-            raise ValueError("The network's embedding table has %d rows but the causal LM "
-                             "predicts %d tokens." % (int(table.shape[0]), self.vocab_size))
-        self._encoder = _Ref(encoder)
+    _DEFAULT_NAME = "causal_lm"
+    _PREDICTOR = "the causal LM"
 
     def logits(self, sequence_output):
         """`sequence_output @ embedding_table^T` as float32 `[..., vocab]`."""
-        if self._encoder is None:
+        if self._network is None:
             raise ValueError("CausalLMObjective needs the network's embedding table: call "
                              "attach(network) first (the Pretrainer does this).")
-        return tied_logits(sequence_output, self._encoder.value.embedding_table)
+        return tied_logits(sequence_output, self._network.value.embedding_table)
 
     def call(self, encoder_outputs, features, training=None):
         logits = self.logits(encoder_outputs["sequence_output"])

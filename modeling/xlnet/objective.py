@@ -29,8 +29,7 @@ import tensorflow as tf
 
 from modeling import registry
 from modeling.layers.common import PACKAGE as _PACKAGE
-from modeling.objectives.base import PerplexityObjective
-from modeling.objectives.base import _Ref
+from modeling.objectives.base import TokenTableObjective
 from modeling.objectives.base import tied_logits
 from modeling.objectives.base import token_scores
 
@@ -51,7 +50,7 @@ class LMBiasHead:
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class PermutationLMObjective(PerplexityObjective):
+class PermutationLMObjective(TokenTableObjective):
     """Permutation LM through the attached network's query stream and embedding table.
 
     Args:
@@ -64,13 +63,8 @@ class PermutationLMObjective(PerplexityObjective):
     """
 
     _METRIC = "permutation_lm"
-
-    def __init__(self, vocab_size, loss_weight=1.0, **kwargs):
-        kwargs.setdefault("name", "permutation_lm")
-        super().__init__(loss_weight=loss_weight, **kwargs)
-        self.vocab_size = vocab_size
-        self._encoder = None
-        self.build()
+    _DEFAULT_NAME = "permutation_lm"
+    _PREDICTOR = "the permutation LM"
 
     def build(self, input_shape=None):
         if self.built:
@@ -83,19 +77,12 @@ class PermutationLMObjective(PerplexityObjective):
         """The checkpoint root "lm" (`LMBiasHead`: HF's `lm_loss.bias` is its `lm_bias`)."""
         return LMBiasHead(self)
 
-    def attach(self, encoder):
-        table = encoder.embedding_table
-        if int(table.shape[0]) != self.vocab_size:
-            raise ValueError("The network's embedding table has %d rows but the permutation "
-                             "LM predicts %d tokens." % (int(table.shape[0]), self.vocab_size))
-        self._encoder = _Ref(encoder)
-
     def logits(self, query_output):
         """`query_output @ embedding_table^T + lm_bias` as float32 `[..., vocab]`."""
-        if self._encoder is None:
+        if self._network is None:
             raise ValueError("PermutationLMObjective needs the network's embedding table: "
                              "call attach(network) first (the Pretrainer does this).")
-        logits = tied_logits(query_output, self._encoder.value.embedding_table)
+        logits = tied_logits(query_output, self._network.value.embedding_table)
         return logits + tf.cast(self.lm_bias, tf.float32)
 
     def call(self, encoder_outputs, features, training=None):
