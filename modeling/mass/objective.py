@@ -39,9 +39,7 @@ __all__ = ["MassObjective"]
 class MassObjective(TokenTableObjective):
     """Fragment (or target sentence) prediction by the attached `MassNetwork`'s decoder.
 
-    Args:
-        vocab_size: rows of the network's token table (checked in `attach`).
-        loss_weight: see `Objective`.
+    Args: `vocab_size`, `loss_weight`, as `TokenTableObjective`.
 
     Losses: `<name>_loss`. Metrics: `<name>_loss`, `<name>_accuracy`.
     Outputs: `<name>_logits` float32 `[batch, dec, vocab]`.

@@ -247,6 +247,10 @@ class TokenTableObjective(PerplexityObjective):
     """A `PerplexityObjective` over the attached network's token table, whose
     `vocab_size` rows `attach` checks (the causal LM, XLNet's permutation LM, MASS).
 
+    Args:
+        vocab_size: rows of the network's embedding table (checked in `attach`).
+        loss_weight: see `Objective`.
+
     `_DEFAULT_NAME`: the layer's name unless one is given; `_PREDICTOR`: what
     the row-count error says predicts (``{name}``: the layer's name). `attach`
     keeps the network in `_network`, untracked.

@@ -54,9 +54,7 @@ def next_token_targets(input_ids, input_mask=None):
 class CausalLMObjective(TokenTableObjective):
     """Next-token prediction through the attached network's embedding table.
 
-    Args:
-        vocab_size: rows of the embedding table (checked in `attach`).
-        loss_weight: see `Objective`.
+    Args: `vocab_size`, `loss_weight`, as `TokenTableObjective`.
 
     Losses: `causal_lm_loss`. Metrics: `causal_lm_loss`,
     `causal_lm_accuracy`. Outputs: `causal_lm_logits` float32

@@ -53,9 +53,7 @@ class LMBiasHead:
 class PermutationLMObjective(TokenTableObjective):
     """Permutation LM through the attached network's query stream and embedding table.
 
-    Args:
-        vocab_size: rows of the embedding table (checked in `attach`).
-        loss_weight: see `Objective`.
+    Args: `vocab_size`, `loss_weight`, as `TokenTableObjective`.
 
     Losses: `permutation_lm_loss`. Metrics: `permutation_lm_loss`,
     `permutation_lm_accuracy`. Outputs: `permutation_lm_logits` float32
