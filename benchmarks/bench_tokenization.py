@@ -29,12 +29,15 @@ tokenizers get the same batches (at most ``--batch_size`` lines and
 ``--batch_bytes`` bytes) and produce Python lists of ids (what a caller
 gets); each number is
 the fastest of ``--repeats`` passes, the passes of the tokenizers
-interleaved so that a burst of other work on the machine hits all alike.
+interleaved so that a burst of other work on the machine hits all alike, each
+after a garbage collection (so that none pays for a full collection that the
+others' lists set off).
 Results are printed as lines/s and as the ratios GraphTokenizer / HF and
 UnicodeWordPiece / HF, and appended to ``benchmarks/results/bench_tokenization.jsonl``.
 """
 
 import argparse
+import gc
 import os
 import site
 import sys
@@ -158,6 +161,11 @@ def measure(lines, vocab_file, batch_size, batch_bytes, repeats, check_python=Tr
     results = {}
     for _ in range(repeats):
         for name, fn in (("graph", run_graph), ("hf", run_hf), ("bulk", run_bulk)):
+            # Each pass starts from a collected heap: a full collection of the
+            # process's objects (TensorFlow's, ~600,000) costs ~0.3 s, and which
+            # pass's list making sets one off would otherwise be luck.
+            results[name] = None
+            gc.collect()
             start = time.perf_counter()
             results[name] = fn()
             times[name].append(time.perf_counter() - start)
@@ -202,6 +210,7 @@ def main():
         "mixed": (None, False, args.chinese_vocab_file),
     }
     records = {}
+    load_start = os.getloadavg()[0]
     print("%-9s %7s %9s %12s %12s %12s %12s %9s %9s %s" % (
         "workload", "lines", "chars/ln", "graph l/s", "bulk l/s", "HF l/s", "Python l/s",
         "graph/HF", "bulk/HF", "identical ids"))
@@ -234,6 +243,7 @@ def main():
                        "bulk": "UnicodeWordPiece.ids (numba), Python lists",
                        "hf": "BertWordPieceTokenizer.encode_batch(add_special_tokens=False)"},
             "workloads": records,
+            "load_average": [load_start, os.getloadavg()[0]],
             "derived": {"graph_vs_hf": {n: r["graph_vs_hf"] for n, r in records.items()},
                         "bulk_vs_hf": {n: r["bulk_vs_hf"] for n, r in records.items()},
                         "all_identical": all(r["identical_graph_hf"] and

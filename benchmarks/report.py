@@ -352,16 +352,25 @@ def tokenization_table():
     if not runs:
         return None
     record = runs[-1]
-    lines = ["| workload | GraphTokenizer lines/s | HF tokenizers lines/s | FullTokenizer "
-             "lines/s | GraphTokenizer vs HF | ids identical |",
-             "|---|---:|---:|---:|---:|---|"]
+    lines = ["| workload | GraphTokenizer lines/s | UnicodeWordPiece lines/s | HF tokenizers "
+             "lines/s | FullTokenizer lines/s | GraphTokenizer vs HF | UnicodeWordPiece vs HF "
+             "| ids identical |",
+             "|---|---:|---:|---:|---:|---:|---:|---|"]
     for name, work in record["workloads"].items():
         rates = work["lines_per_s"]
-        lines.append("| %s | %.0f | %.0f | %.0f | %.2fx | %s |" % (
-            name.replace("_", " "), rates["graph"], rates["hf"], rates.get("python", 0),
-            work["graph_vs_hf"], "yes" if work.get("identical_graph_hf") and
-            work.get("identical_graph_python") else "NO"))
-    return "\n".join(lines) + "\n\n" + _machine_line(record)
+        identical = (work.get("identical_graph_hf") and work.get("identical_graph_python")
+                     and work.get("identical_bulk_hf", True)
+                     and work.get("identical_bulk_python", True))
+        lines.append("| %s | %.0f | %s | %.0f | %.0f | %.2fx | %s | %s |" % (
+            name.replace("_", " "), rates["graph"],
+            "%.0f" % rates["bulk"] if "bulk" in rates else "-", rates["hf"],
+            rates.get("python", 0), work["graph_vs_hf"],
+            "%.2fx" % work["bulk_vs_hf"] if "bulk_vs_hf" in work else "-",
+            "yes" if identical else "NO"))
+    loads = [{"load_average": [v], "machine": record.get("machine") or {}}
+             for v in record.get("load_average") or []]
+    return "\n".join(lines) + "\n\n" + ("%s %s" % (_load_text(loads).strip(),
+                                                   _machine_line(record))).strip()
 
 
 def data_prep_table():
