@@ -33,7 +33,7 @@ from modeling.layers import padding_attention_mask
 from modeling.layers import truncated_normal_initializer
 from modeling.layers.config_fields import ConfigFields
 
-__all__ = ["EncoderBase", "feature_dict"]
+__all__ = ["EncoderBase", "feature_dict", "id_features"]
 
 
 def feature_dict(inputs, key, missing):
@@ -43,6 +43,16 @@ def feature_dict(inputs, key, missing):
     if key not in features:
         raise ValueError(missing)
     return features
+
+
+def id_features(inputs, key, missing, dims):
+    """(`feature_dict(inputs, key, missing)`, its `key` entry as int32), the entry's rank
+    that of `dims`, else ValueError (``<key> must be [batch, words], got shape ...``)."""
+    features = feature_dict(inputs, key, missing)
+    ids = tf.cast(features[key], tf.int32)
+    if ids.shape.rank != len(dims):
+        raise ValueError("%s must be [%s], got shape %s" % (key, ", ".join(dims), ids.shape))
+    return features, ids
 
 
 class EncoderBase(ConfigFields, keras.Model):

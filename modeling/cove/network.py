@@ -52,7 +52,7 @@ import keras
 import tensorflow as tf
 
 from modeling.cove.config import CoveWidths
-from modeling.encoder import feature_dict
+from modeling.encoder import id_features
 from modeling.layers.common import PACKAGE as _PACKAGE
 from modeling.layers.config_fields import ConfigFields
 
@@ -252,12 +252,9 @@ class CoveNetwork(CoveWidths, ConfigFields, keras.Model):
                 "attentional_states": state}
 
     def call(self, inputs, training=None):
-        features = feature_dict(inputs, "input_ids", "CoveNetwork inputs need 'input_ids' "
-                                "([batch, words] source word ids; 'input_mask', 'target_ids' "
-                                "optional)")
-        source_ids = tf.cast(features["input_ids"], tf.int32)
-        if source_ids.shape.rank != 2:
-            raise ValueError("input_ids must be [batch, words], got shape %s" % source_ids.shape)
+        features, source_ids = id_features(
+            inputs, "input_ids", "CoveNetwork inputs need 'input_ids' ([batch, words] source "
+            "word ids; 'input_mask', 'target_ids' optional)", ("batch", "words"))
         mask = self._mask(source_ids, features.get("input_mask"))
         vectors = self.word_vectors(source_ids)
         layers = self._encode_layers(vectors, mask, training)

@@ -53,7 +53,7 @@ import keras
 import tensorflow as tf
 
 from data import word_vocab as vocabulary
-from modeling.encoder import feature_dict
+from modeling.encoder import id_features
 from modeling.layers.common import PACKAGE as _PACKAGE
 from modeling.layers.config_fields import ConfigFields
 
@@ -366,13 +366,9 @@ class ElmoNetwork(ConfigFields, keras.Model):
         return outputs
 
     def call(self, inputs, training=None):
-        features = feature_dict(inputs, "char_ids", "ElmoNetwork inputs need a 'char_ids' "
-                                "entry ([batch, words, max_characters_per_token] character "
-                                "ids).")
-        char_ids = tf.cast(features["char_ids"], tf.int32)
-        if char_ids.shape.rank != 3:
-            raise ValueError("char_ids must be [batch, words, characters], got shape %s"
-                             % char_ids.shape)
+        features, char_ids = id_features(
+            inputs, "char_ids", "ElmoNetwork inputs need a 'char_ids' entry ([batch, words, "
+            "max_characters_per_token] character ids).", ("batch", "words", "characters"))
         input_mask = features.get("input_mask")
         if input_mask is None:
             input_mask = tf.cast(tf.not_equal(char_ids[:, :, 0], 0), tf.int32)

@@ -63,7 +63,7 @@ so `modeling.training.finetuning_techniques` sees the groups `embeddings`,
 import keras
 import tensorflow as tf
 
-from modeling.encoder import feature_dict
+from modeling.encoder import id_features
 from modeling.layers.common import PACKAGE as _PACKAGE
 from modeling.layers.config_fields import ConfigFields
 
@@ -351,11 +351,9 @@ class AwdLstm(ConfigFields, keras.Model):
         return [lstm.units for lstm in self.lstms]
 
     def call(self, inputs, training=None):
-        features = feature_dict(inputs, "input_ids", "AwdLstm inputs need an 'input_ids' entry "
-                                "([batch, words] word ids)")
-        input_ids = tf.cast(features["input_ids"], tf.int32)
-        if input_ids.shape.rank != 2:
-            raise ValueError("input_ids must be [batch, words], got shape %s" % input_ids.shape)
+        features, input_ids = id_features(
+            inputs, "input_ids", "AwdLstm inputs need an 'input_ids' entry ([batch, words] "
+            "word ids)", ("batch", "words"))
         input_mask = features.get("input_mask")
         if input_mask is None:
             input_mask = tf.ones_like(input_ids)
