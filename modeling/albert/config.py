@@ -11,6 +11,7 @@ from modeling import config_schema
 from modeling.bert.config import BertConfig
 from modeling.bert.config import BertConfigError
 from modeling.bert.config import _check_value
+from modeling.bert.config import check_head_counts
 
 __all__ = ["AlbertConfig", "ALBERT_VOCAB_SIZE", "HEADS_PER_GROUP_KEY", "check_heads_per_group",
            "list_albert_presets", "load_albert_config"]
@@ -26,21 +27,8 @@ HEADS_PER_GROUP_KEY = "num_attention_heads_per_group"
 
 def check_heads_per_group(counts, num_hidden_groups, num_attention_heads):
     """`counts` as a list of ints, or `BertConfigError` naming what is wrong."""
-    if isinstance(counts, (str, bytes)) or not hasattr(counts, "__len__"):
-        raise BertConfigError(f"`{HEADS_PER_GROUP_KEY}` must be a list of "
-                              f"{num_hidden_groups} integers, got {counts!r}.")
-    if len(counts) != num_hidden_groups:
-        raise BertConfigError(f"`{HEADS_PER_GROUP_KEY}` has {len(counts)} entries; "
-                              f"num_hidden_groups is {num_hidden_groups}.")
-    checked = []
-    for i, count in enumerate(counts):
-        if isinstance(count, bool) or not isinstance(count, (int, float)) \
-                or (isinstance(count, float) and not count.is_integer()) \
-                or not 0 <= count <= num_attention_heads:
-            raise BertConfigError(f"`{HEADS_PER_GROUP_KEY}`[{i}] = {count!r}: expected an "
-                                  f"integer in [0, num_attention_heads={num_attention_heads}].")
-        checked.append(int(count))
-    return checked
+    return check_head_counts(counts, HEADS_PER_GROUP_KEY, num_hidden_groups,
+                             "num_hidden_groups", num_attention_heads)
 
 
 # Field name -> (default, kind), in the order google-research/albert's

@@ -53,6 +53,7 @@ __all__ = [
     "BertConfig",
     "BertConfigError",
     "HEADS_PER_LAYER_KEY",
+    "check_head_counts",
     "check_heads_per_layer",
     "list_presets",
     "load_bert_config",
@@ -67,23 +68,30 @@ class BertConfigError(ValueError):
 HEADS_PER_LAYER_KEY = "num_attention_heads_per_layer"
 
 
-def check_heads_per_layer(counts, num_hidden_layers, num_attention_heads):
-    """`counts` as a list of ints, or ValueError naming what is wrong."""
+def check_head_counts(counts, key, entries, entries_field, num_attention_heads):
+    """The config value `key` (heads per layer, or per ALBERT group) as a list of ints:
+    `entries` of them (the config's `entries_field`), each in [0, num_attention_heads];
+    else `BertConfigError` naming what is wrong."""
     if isinstance(counts, (str, bytes)) or not hasattr(counts, "__len__"):
-        raise BertConfigError(f"`{HEADS_PER_LAYER_KEY}` must be a list of "
-                              f"{num_hidden_layers} integers, got {counts!r}.")
-    if len(counts) != num_hidden_layers:
-        raise BertConfigError(f"`{HEADS_PER_LAYER_KEY}` has {len(counts)} entries; "
-                              f"num_hidden_layers is {num_hidden_layers}.")
+        raise BertConfigError(f"`{key}` must be a list of {entries} integers, got {counts!r}.")
+    if len(counts) != entries:
+        raise BertConfigError(f"`{key}` has {len(counts)} entries; {entries_field} is "
+                              f"{entries}.")
     checked = []
     for i, count in enumerate(counts):
         if isinstance(count, bool) or not isinstance(count, (int, float)) \
                 or (isinstance(count, float) and not count.is_integer()) \
                 or not 0 <= count <= num_attention_heads:
-            raise BertConfigError(f"`{HEADS_PER_LAYER_KEY}`[{i}] = {count!r}: expected an "
-                                  f"integer in [0, num_attention_heads={num_attention_heads}].")
+            raise BertConfigError(f"`{key}`[{i}] = {count!r}: expected an integer in "
+                                  f"[0, num_attention_heads={num_attention_heads}].")
         checked.append(int(count))
     return checked
+
+
+def check_heads_per_layer(counts, num_hidden_layers, num_attention_heads):
+    """`counts` as a list of ints, or ValueError naming what is wrong."""
+    return check_head_counts(counts, HEADS_PER_LAYER_KEY, num_hidden_layers,
+                             "num_hidden_layers", num_attention_heads)
 
 
 # Field name -> (default, kind). `None` default means "required".
