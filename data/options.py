@@ -15,7 +15,7 @@ it, `data/` included; only `modeling.training.options` knows absl's flags.
 
 import dataclasses
 
-__all__ = ["option"]
+__all__ = ["option", "option_from"]
 
 
 def option(default=None, help="", *, choices=None, lower_bound=None, upper_bound=None,
@@ -40,3 +40,24 @@ def option(default=None, help="", *, choices=None, lower_bound=None, upper_bound
     if default_factory is not None:
         return dataclasses.field(default_factory=default_factory, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
+
+
+_SAME = object()
+
+
+def option_from(settings_class, name, default=_SAME):
+    """`settings_class`'s field `name` (its help, kind and constraints), for another class.
+
+    With `default`, the field with another default: for a job that composes a
+    shared group of fields but whose flag has its own default (SQuAD's
+    ``--max_seq_length=384``)::
+
+        max_seq_length: int = option_from(EncoderSettings, "max_seq_length", 384)
+    """
+    field, = [f for f in dataclasses.fields(settings_class) if f.name == name]
+    if default is _SAME:
+        if field.default_factory is not dataclasses.MISSING:
+            return dataclasses.field(default_factory=field.default_factory,
+                                     metadata=field.metadata)
+        default = field.default
+    return dataclasses.field(default=default, metadata=field.metadata)

@@ -81,18 +81,18 @@ def feature_families():
 
 @dataclasses.dataclass
 class ClassifierJob(settings.TrainerSettings, settings.DataServiceSettings,
-                    input_pipeline.LengthBatchingSettings):
+                    input_pipeline.LengthBatchingSettings, settings.EncoderSettings,
+                    settings.FineTuningSettings, settings.EvalSettings,
+                    settings.PredictSettings):
     """Everything a fine-tuning run needs; the fields are `run_classifier.py`'s flags.
 
     `processor` is a ``path/to/my_task.py:MyProcessor`` spec (as the flag),
     or, from Python, a `DataProcessor` class or instance (used as it is).
     """
 
-    # The encoder's family: a name of `modeling.registry.families` whose
-    # encoder has a pooled output, or one with a registered input format.
-    model_family: str = option(
-        "bert", "The encoder's model family (bert, albert, gpt, ...): how --bert_config_file "
-        "and --init_checkpoint are read and how inputs are framed.")
+    # Google's model, schedule, eval and predict flags are the settings groups'
+    # fields. model_family: a name of `modeling.registry.families` whose encoder
+    # has a pooled output, or one with a registered input format.
     # None fine-tunes model_family.
     features: Optional[str] = option(
         None, "Classify over a frozen pre-trained network's features instead of fine-tuning an "
@@ -103,37 +103,7 @@ class ClassifierJob(settings.TrainerSettings, settings.DataServiceSettings,
     data_dir: Optional[str] = option(
         None, "The input data dir. Should contain the .tsv files (or other data files) for the "
         "task.")
-    bert_config_file: Optional[str] = option(
-        None, "The config json file corresponding to the pre-trained BERT model. This "
-        "specifies the model architecture. Or a preset name of the family (bert_base, "
-        "L-4_H-256, ...): a model of that size with --vocab_file's vocabulary.")
     task_name: Optional[str] = option(None, "The name of the task to train.")
-    vocab_file: Optional[str] = option(
-        None, "The vocabulary file that the BERT model was trained on.")
-    output_dir: Optional[str] = option(
-        None, "The output directory where the model checkpoints will be written.")
-    init_checkpoint: Optional[str] = option(
-        None, "Initial checkpoint (usually from a pre-trained BERT model): a Google "
-        "bert_model.ckpt prefix, a checkpoint of this project, or HF safetensors.")
-    do_lower_case: bool = option(
-        True, "Whether to lower case the input text. Should be True for uncased models and "
-        "False for cased models.")
-    max_seq_length: int = option(
-        128, "The maximum total input sequence length after WordPiece tokenization. Sequences "
-        "longer than this will be truncated, and sequences shorter than this will be padded.")
-    do_train: bool = option(False, "Whether to run training.")
-    do_eval: bool = option(False, "Whether to run eval on the dev set.")
-    do_predict: bool = option(False,
-                              "Whether to run the model in inference mode on the test set.")
-    train_batch_size: int = option(32, "Total batch size for training.")
-    eval_batch_size: int = option(8, "Total batch size for eval.")
-    predict_batch_size: int = option(8, "Total batch size for predict.")
-    learning_rate: float = option(5e-5, "The initial learning rate for Adam.")
-    num_train_epochs: float = option(3.0, "Total number of training epochs to perform.")
-    warmup_proportion: float = option(
-        0.1, "Proportion of training to perform linear learning rate warmup for. E.g., 0.1 = "
-        "10% of training.")
-    save_checkpoints_steps: int = option(1000, "How often to save the model checkpoint.")
     # Your own processor.
     processor: Any = option(
         None, "A DataProcessor in your own file: path/to/my_task.py:MyProcessor (or "
@@ -189,12 +159,11 @@ class ClassifierJob(settings.TrainerSettings, settings.DataServiceSettings,
     lm_loss_weight: Optional[float] = option(
         None, "gpt: weight of the auxiliary language-model loss added to the task loss "
         "(default 0.5, the paper's; 0 disables it).")
-    # Serving and randomness.
+    # Serving.
     export_dir: Optional[str] = option(
         None, "Write a SavedModel for serving here: raw strings in (text_a, or text_a and "
         "text_b with the serving_pair signature), probabilities out, tokenizer inside the "
         "graph.")
-    seed: Optional[int] = option(None, "Random seed for weights, dropout and input shuffling.")
 
 
 @dataclasses.dataclass

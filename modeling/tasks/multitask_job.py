@@ -120,41 +120,22 @@ SPAN_QA_PROCESSORS = ("squad",)
 
 
 @dataclasses.dataclass
-class MultitaskJob(settings.TrainerSettings, input_pipeline_lib.LengthBatchingSettings):
+class MultitaskJob(settings.TrainerSettings, input_pipeline_lib.LengthBatchingSettings,
+                   settings.EncoderSettings, settings.FineTuningSettings,
+                   settings.EvalSettings):
     """Everything a multi-task run needs; the fields are `run_multitask.py`'s flags."""
 
     task_list_file: Optional[str] = option(
         None, "JSON list of tasks: name, processor, data_dir, head, weight, options.")
-    model_family: str = option("bert", "The encoder's model family (bert, albert, ...).")
-    bert_config_file: Optional[str] = option(
-        None, "The config json file corresponding to the pre-trained BERT model.")
-    vocab_file: Optional[str] = option(
-        None, "The vocabulary file that the BERT model was trained on.")
-    output_dir: Optional[str] = option(
-        None, "Where checkpoints, records and results are written.")
-    init_checkpoint: Optional[str] = option(
-        None, "Initial checkpoint: a Google bert_model.ckpt prefix, a checkpoint of this "
-        "project, or HF safetensors.")
-    do_lower_case: bool = option(True, "Lower case the input (True for uncased models).")
-    max_seq_length: int = option(128, "Maximum word pieces per sequence.")
-    do_train: bool = option(False, "Whether to run multi-task training.")
-    do_eval: bool = option(False, "Whether to evaluate every task on its dev set.")
     train_batch_size: int = option(
         32, "Sequences per training batch (ranking: queries of C candidates make up about as "
         "many sequences).")
-    eval_batch_size: int = option(8, "Sequences per eval batch.")
-    learning_rate: float = option(5e-5, "The initial learning rate for Adam.")
     num_train_steps: Optional[int] = option(
         None, "Updates to train for; default: --num_train_epochs passes over the summed task "
         "sizes.")
-    num_train_epochs: float = option(
-        3.0, "Passes over all tasks' data (without --num_train_steps).")
-    warmup_proportion: float = option(0.1, "Proportion of training with linear warmup.")
-    save_checkpoints_steps: int = option(1000, "How often to save the model checkpoint.")
     sampling_temperature: float = option(
         1.0, "Task t is drawn with probability ~ n_t^(1/T): 1 proportional to its size, "
         "larger values closer to uniform.")
-    seed: Optional[int] = option(None, "Random seed for weights, dropout and task sampling.")
     teacher_dirs: Optional[str] = option(
         None, "Multi-task distillation: comma-separated output directories of earlier "
         "run_multitask runs (the teacher ensemble, e.g. the same tasks trained with other "

@@ -70,41 +70,22 @@ TAGGING_GROUPS = (("input_mask", conll.FEATURE_NAMES),)
 
 
 @dataclasses.dataclass
-class NerJob(settings.TrainerSettings, input_pipeline.LengthBatchingSettings):
+class NerJob(settings.TrainerSettings, input_pipeline.LengthBatchingSettings,
+             settings.EncoderSettings, settings.FineTuningSettings, settings.EvalSettings,
+             settings.PredictSettings):
     """Everything a tagging run needs; the fields are `run_ner.py`'s flags."""
 
-    model_family: str = option("bert", "The encoder's model family (bert, albert, ...).")
+    max_seq_length: int = option(
+        128, "Maximum word pieces per sentence with [CLS] and [SEP]; words beyond are "
+        "predicted O.")
     data_dir: Optional[str] = option(None, "Directory with train.txt, dev.txt and test.txt.")
     train_file: Optional[str] = option(None, "Training file (a path, or a name in --data_dir).")
     dev_file: Optional[str] = option(None, "Dev file (a path, or a name in --data_dir).")
     test_file: Optional[str] = option(None, "Test file (a path, or a name in --data_dir).")
-    bert_config_file: Optional[str] = option(
-        None, "The config json file corresponding to the pre-trained BERT model.")
-    vocab_file: Optional[str] = option(
-        None, "The vocabulary file that the BERT model was trained on.")
-    output_dir: Optional[str] = option(None, "Where checkpoints and results are written.")
-    init_checkpoint: Optional[str] = option(
-        None, "Initial checkpoint: a Google bert_model.ckpt prefix, a checkpoint of this "
-        "project, or HF safetensors.")
-    do_lower_case: bool = option(True, "Lower case the input (True for uncased models).")
-    max_seq_length: int = option(
-        128, "Maximum word pieces per sentence with [CLS] and [SEP]; words beyond are "
-        "predicted O.")
-    do_train: bool = option(False, "Whether to run training.")
-    do_eval: bool = option(False, "Whether to run eval on the dev set.")
-    do_predict: bool = option(False, "Whether to predict the test set.")
-    train_batch_size: int = option(32, "Total batch size for training.")
-    eval_batch_size: int = option(8, "Total batch size for eval.")
-    predict_batch_size: int = option(8, "Total batch size for predict.")
-    learning_rate: float = option(5e-5, "The initial learning rate for Adam.")
-    num_train_epochs: float = option(3.0, "Total number of training epochs to perform.")
-    warmup_proportion: float = option(0.1, "Proportion of training with linear warmup.")
-    save_checkpoints_steps: int = option(1000, "How often to save the model checkpoint.")
     tagging_scheme: str = option(
         "bio", "Tag scheme of the files: bio (O, B-X, I-X) or bioes (also E-X, S-X).",
         choices=("bio", "bioes"))
     use_crf: bool = option(False, "Score and decode with a linear-chain CRF over the word tags.")
-    seed: Optional[int] = option(None, "Random seed for weights, dropout and input shuffling.")
 
 
 @dataclasses.dataclass

@@ -75,34 +75,22 @@ PAIR_GROUPS = tuple((prefix + "input_mask", tuple(prefix + name for name in (
 
 
 @dataclasses.dataclass
-class SiameseJob(settings.TrainerSettings, input_pipeline.LengthBatchingSettings):
+class SiameseJob(settings.TrainerSettings, input_pipeline.LengthBatchingSettings,
+                 settings.EncoderSettings, settings.FineTuningSettings, settings.EvalSettings):
     """Everything a bi-encoder run needs; the fields are `run_siamese.py`'s flags."""
 
-    model_family: str = option("bert", "The encoder's model family (bert, albert, ...).")
+    max_seq_length: int = option(64, "Maximum word pieces per text with [CLS] and [SEP].")
+    train_batch_size: int = option(
+        32, "Total batch size for training (the in-batch loss's negatives).")
+    eval_batch_size: int = settings.option_from(settings.EvalSettings, "eval_batch_size", 32)
+    learning_rate: float = settings.option_from(settings.FineTuningSettings, "learning_rate",
+                                                2e-5)
+    num_train_epochs: float = settings.option_from(settings.FineTuningSettings,
+                                                   "num_train_epochs", 1.0)
     data_dir: Optional[str] = option(None, "Directory with train.tsv and dev.tsv.")
     train_file: Optional[str] = option(
         None, "Training pairs (a path, or a name in --data_dir).")
     dev_file: Optional[str] = option(None, "Dev pairs (a path, or a name in --data_dir).")
-    bert_config_file: Optional[str] = option(
-        None, "The config json file corresponding to the pre-trained BERT model (Google's "
-        "bert_config.json or HF's config.json).")
-    vocab_file: Optional[str] = option(
-        None, "The vocabulary file that the BERT model was trained on.")
-    output_dir: Optional[str] = option(None, "Where checkpoints and results are written.")
-    init_checkpoint: Optional[str] = option(
-        None, "Initial checkpoint: a Google bert_model.ckpt prefix, a checkpoint of this "
-        "project, or HF safetensors (e.g. all-MiniLM-L6-v2).")
-    do_lower_case: bool = option(True, "Lower case the input (True for uncased models).")
-    max_seq_length: int = option(64, "Maximum word pieces per text with [CLS] and [SEP].")
-    do_train: bool = option(False, "Whether to run training.")
-    do_eval: bool = option(False, "Whether to run eval on the dev set.")
-    train_batch_size: int = option(
-        32, "Total batch size for training (the in-batch loss's negatives).")
-    eval_batch_size: int = option(32, "Total batch size for eval.")
-    learning_rate: float = option(2e-5, "The initial learning rate for Adam.")
-    num_train_epochs: float = option(1.0, "Total number of training epochs to perform.")
-    warmup_proportion: float = option(0.1, "Proportion of training with linear warmup.")
-    save_checkpoints_steps: int = option(1000, "How often to save the model checkpoint.")
     pooling: str = option(
         "mean", "Sentence vector: [CLS] vector, mean or max over the real tokens.",
         choices=siamese.POOLINGS)
@@ -116,7 +104,6 @@ class SiameseJob(settings.TrainerSettings, input_pipeline.LengthBatchingSettings
     # --temperature (1 / scale) itself and accepts one of the two.
     scale: float = option(siamese.DEFAULT_SCALE, "Multiplier of the in-batch similarities.",
                           flag=False)
-    seed: Optional[int] = option(None, "Random seed for weights, dropout and input shuffling.")
 
 
 @dataclasses.dataclass

@@ -55,49 +55,21 @@ SquadJobError = ClassifierJobError
 
 
 @dataclasses.dataclass
-class SquadJob(settings.TrainerSettings, input_pipeline.LengthBatchingSettings):
+class SquadJob(settings.TrainerSettings, input_pipeline.LengthBatchingSettings,
+               settings.EncoderSettings, settings.FineTuningSettings, settings.PredictSettings):
     """Everything a SQuAD run needs; the fields are `run_squad.py`'s flags."""
 
-    model_family: str = option(
-        "bert", "The encoder's model family (bert, albert, ...): how --bert_config_file and "
-        "--init_checkpoint are read.")
+    max_seq_length: int = settings.option_from(settings.EncoderSettings, "max_seq_length", 384)
     # Google's flags.
-    bert_config_file: Optional[str] = option(
-        None, "The config json file corresponding to the pre-trained BERT model. This "
-        "specifies the model architecture.")
-    vocab_file: Optional[str] = option(
-        None, "The vocabulary file that the BERT model was trained on.")
-    output_dir: Optional[str] = option(
-        None, "The output directory where the model checkpoints will be written.")
     train_file: Optional[str] = option(None, "SQuAD json for training. E.g., train-v1.1.json")
     predict_file: Optional[str] = option(
         None, "SQuAD json for predictions. E.g., dev-v1.1.json or test-v1.1.json")
-    init_checkpoint: Optional[str] = option(
-        None, "Initial checkpoint (usually from a pre-trained BERT model): a Google "
-        "bert_model.ckpt prefix, a checkpoint of this project, or HF safetensors.")
-    do_lower_case: bool = option(
-        True, "Whether to lower case the input text. Should be True for uncased models and "
-        "False for cased models.")
-    max_seq_length: int = option(
-        384, "The maximum total input sequence length after WordPiece tokenization. "
-        "Sequences longer than this will be truncated, and sequences shorter than this will "
-        "be padded.")
     doc_stride: int = option(
         128, "When splitting up a long document into chunks, how much stride to take between "
         "chunks.")
     max_query_length: int = option(
         64, "The maximum number of tokens for the question. Questions longer than this will "
         "be truncated to this length.")
-    do_train: bool = option(False, "Whether to run training.")
-    do_predict: bool = option(False, "Whether to run eval on the dev set.")
-    train_batch_size: int = option(32, "Total batch size for training.")
-    predict_batch_size: int = option(8, "Total batch size for predictions.")
-    learning_rate: float = option(5e-5, "The initial learning rate for Adam.")
-    num_train_epochs: float = option(3.0, "Total number of training epochs to perform.")
-    warmup_proportion: float = option(
-        0.1, "Proportion of training to perform linear learning rate warmup for. E.g., 0.1 = "
-        "10% of training.")
-    save_checkpoints_steps: int = option(1000, "How often to save the model checkpoint.")
     n_best_size: int = option(
         20, "The total number of n-best predictions to generate in the nbest_predictions.json "
         "output file.")
@@ -108,7 +80,6 @@ class SquadJob(settings.TrainerSettings, input_pipeline.LengthBatchingSettings):
         False, "If true, the SQuAD examples contain some that do not have an answer.")
     null_score_diff_threshold: float = option(
         0.0, "If null_score - best_non_null is greater than the threshold predict null.")
-    seed: Optional[int] = option(None, "Random seed for weights, dropout and input shuffling.")
 
 
 @dataclasses.dataclass

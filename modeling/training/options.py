@@ -40,9 +40,10 @@ from absl import flags
 
 # Declared in data/ so that every layer's settings can use it; re-exported here.
 from data.options import option  # pylint: disable=unused-import
+from data.options import option_from  # pylint: disable=unused-import
 
 __all__ = ["FlagSpec", "define_flags", "flag_specs", "job_from_flags", "option",
-           "present_values"]
+           "option_from", "present_values"]
 
 _KEYS = ("help", "choices", "lower_bound", "upper_bound", "aliases", "check", "flag", "multi")
 
