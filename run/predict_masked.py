@@ -25,8 +25,6 @@ import json
 
 import script  # first: quiet TensorFlow start  # pylint: disable=g-bad-import-order
 
-import keras
-
 import common_flags
 from data import atomic
 from data import tokenization
@@ -79,11 +77,10 @@ def _from_files(settings):
                               ("--bert_config_file", settings.bert_config_file),
                               ("--init_checkpoint", settings.init_checkpoint)])
     texts = _texts(settings)
-    if settings.precision == "bf16":
-        keras.mixed_precision.set_global_policy("mixed_bfloat16")
     model = recipes.build_bert_pretrainer(bert_config)
     checkpoints.init_from_checkpoint(model, settings.init_checkpoint)
-    return inference.fill_mask(model, tokenizer, texts, settings.top_k, settings.max_seq_length)
+    return inference.fill_mask(model, tokenizer, texts, settings.top_k, settings.max_seq_length,
+                               precision=settings.precision)
 
 
 def _report(settings, results):

@@ -45,13 +45,20 @@ class TextModelServer(tf.Module):
       max_seq_length: packed length.
       output_fn: maps the model's output to the dict the signatures return
         (default: the model's dict as it is, or ``{"outputs": tensor}``).
+      precision: "fp32" (the model as it is), "bf16" or "int8"
+        (`inference.with_precision`). An int8 SavedModel holds the int8
+        weights (not the float kernels they replace) and runs oneDNN's int8
+        kernels: serve it with TF_ENABLE_ONEDNN_OPTS=1 (TensorFlow's default on
+        CPUs with AVX-512 VNNI/BF16 or AMX); without oneDNN its calls fail.
     """
 
     def __init__(self, model, vocab_file, do_lower_case, max_seq_length, output_fn=None,
-                 name=None):
+                 name=None, precision="fp32"):
         super().__init__(name=name)
         if max_seq_length < 3:
             raise ValueError("max_seq_length must be at least 3, got %d" % max_seq_length)
+        model = inference.with_precision(model, precision)
+        self.precision = precision
         # Keras models saved as attributes bring their own auto-generated
         # (float-input) serving signature into the SavedModel; keep the model
         # out of the object graph and track its variables directly instead.
@@ -59,7 +66,8 @@ class TextModelServer(tf.Module):
         dummy = tf.zeros([1, max_seq_length], tf.int32)
         model({"input_ids": dummy, "input_mask": dummy, "segment_ids": dummy},
               training=False)  # creates any variable built lazily
-        self.model_variables = [getattr(v, "value", v) for v in getattr(model, "variables", [])]
+        self.model_variables = [v if isinstance(v, tf.Variable) else getattr(v, "value", v)
+                                for v in getattr(model, "variables", [])]
         self.tokenizer = GraphTokenizer(vocab_file, do_lower_case)
         vocab = tokenization.load_vocab(vocab_file)
         tokenization.check_vocab_special_tokens(
@@ -93,8 +101,10 @@ class TextModelServer(tf.Module):
 
 
 def export_text_model(model, export_dir, vocab_file, do_lower_case, max_seq_length,
-                      output_fn=None):
+                      output_fn=None, precision="fp32"):
     """Saves a SavedModel with ``serving_default`` and ``serving_pair``.
+
+    `precision` as in `TextModelServer` ("int8": the Dense products in int8).
 
     Written to a temporary folder and moved into place, so `export_dir` is
     either the complete new export or left as it was.
@@ -110,7 +120,8 @@ def export_text_model(model, export_dir, vocab_file, do_lower_case, max_seq_leng
                          "it; choose a new or an earlier export directory" % export_dir)
     if os.path.isfile(export_dir):
         raise ValueError("--export_dir=%s is a file, expected a directory" % export_dir)
-    server = TextModelServer(model, vocab_file, do_lower_case, max_seq_length, output_fn)
+    server = TextModelServer(model, vocab_file, do_lower_case, max_seq_length, output_fn,
+                             precision=precision)
     parent = os.path.dirname(export_dir)
     os.makedirs(parent, exist_ok=True)
     atomic.sweep_stale_temporaries(parent)

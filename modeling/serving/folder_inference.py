@@ -76,6 +76,12 @@ def _dtype(settings):
     return "mixed_bfloat16" if settings.precision == "bf16" else None
 
 
+def _int8_or_own(settings):
+    """The precision `inference.Encoder` adds to the loaded model: "int8", or "fp32" (the
+    model's own: bf16 is its build policy, `_dtype`)."""
+    return "int8" if settings.precision == "int8" else "fp32"
+
+
 def _split_pair(text):
     text_a, _, text_b = text.partition("|||")
     return text_a.strip(), (text_b.strip() if text_b else None)
@@ -148,7 +154,7 @@ def folder_features(folder, settings, layers):
     texts = inference.read_input_lines(settings.input_file)
     encoded = [tokenizer.pack(*_split_pair(text), max_seq_length=settings.max_seq_length)
                for text in texts]
-    compiled = inference.Encoder(loaded.model)
+    compiled = inference.Encoder(loaded.model, _int8_or_own(settings))
     probe = compiled(_batch([encoded[0] if encoded else tokenizer.pack("")], tokenizer.pad_id))
     num_layers = len(probe["encoder_outputs"])
     for index in layers:
@@ -228,7 +234,7 @@ def folder_fill_mask(folder, settings, texts):
                          % (folder.path, folder.family.name))
     mask_token = tokenizer.special_tokens["mask"]
     mask_id = tokenizer.token_id("mask")
-    probabilities = inference.masked_lm_probabilities(loaded.model)
+    probabilities = inference.masked_lm_probabilities(loaded.model, _int8_or_own(settings))
     results = []
     for index, text in enumerate(texts):
         written = text.replace(tokenization.MASK_TOKEN, mask_token)

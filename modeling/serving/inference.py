@@ -22,6 +22,7 @@ so checked), `read_input_lines` (an input file of UTF-8 text, with file, line
 and column of a bad byte).
 """
 
+import contextlib
 import dataclasses
 from typing import List, Optional
 
@@ -33,26 +34,42 @@ from data import corpus
 from data import packing
 from data import tokenization
 from modeling import registry
+from modeling.serving import quantization
 from modeling.training.options import option
 
 
-PRECISIONS = ("fp32", "bf16")
+PRECISIONS = ("fp32", "bf16", "int8")
 _FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
 
 
 def with_precision(model, precision):
-    """`model` itself for "fp32"; for "bf16" a copy that computes in bfloat16.
+    """`model` itself for "fp32"; for "bf16" a copy that computes in bfloat16;
+    for "int8" the model with its Dense products in int8.
 
-    The copy is rebuilt from the model's config under Keras's
-    ``mixed_bfloat16`` policy and given the same (float32) weights, so the
-    matrix products run in bf16 (AVX512-BF16 / AMX on CPUs that have them,
-    tensor cores on GPUs) with float32 variables and layer norms.
+    "bf16" is `modeling.serving.quantization.LowPrecisionModel`: the Dense
+    products in bfloat16 (AVX512-BF16 / AMX on CPUs that have them, tensor
+    cores on GPUs) with their kernels cast to bf16 once, the rest of the
+    model in float32, and products of fewer than
+    `quantization.BF16_MIN_ROWS` rows in float32, where oneDNN's bf16 kernels
+    are no faster than its fp32 ones (so bf16 is never slower than fp32).
+    A model without Dense layers (an LSTM network) gets instead a copy rebuilt
+    from its config under Keras's ``mixed_bfloat16`` policy with the same
+    weights.
+
+    "int8" is `modeling.serving.quantization.Int8Model`: dynamic-range
+    quantisation of the Dense products (weights once, activations per call)
+    through oneDNN's int8 kernels; it raises `quantization.Int8Unavailable`
+    (one line) without oneDNN or for a model without such layers.
     """
     if precision not in PRECISIONS:
         raise ValueError("precision (--precision) must be one of %s, got %r"
                          % (", ".join(PRECISIONS), precision))
+    if precision == "int8":
+        return quantization.int8_model(model)
     if precision == "fp32" or keras.mixed_precision.global_policy().name == "mixed_bfloat16":
         return model
+    if any(quantization.quantizable(layer) for layer in quantization.sublayers(model)):
+        return quantization.bf16_model(model)
     previous = keras.mixed_precision.global_policy()
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
     try:
@@ -80,7 +97,7 @@ class Encoder(object):
     Args:
       encoder: a model called as ``encoder({"input_ids", "input_mask",
         "segment_ids"}, training=False)`` returning a dict of tensors.
-      precision: "fp32" or "bf16" (see `with_precision`).
+      precision: "fp32", "bf16" or "int8" (see `with_precision`).
     """
 
     def __init__(self, encoder, precision="fp32"):
@@ -250,22 +267,30 @@ def _check_masks_kept(index, text, tokens_a, tokens_b, segment_ids, max_seq_leng
                          "--max_seq_length)" % (index + 1, shown, min(cut), max_seq_length))
 
 
-def masked_lm_probabilities(pretrainer):
+def masked_lm_probabilities(pretrainer, precision="fp32"):
     """`fn(features, positions) -> float32 [batch, positions, vocab]` probabilities.
 
     Encoder and masked-LM head as one traced function (any batch size,
     length and number of positions), for `fill_mask` and the Python API.
+    `precision` "int8" or "bf16" computes the encoder's and the head's Dense
+    products in that precision (`quantization.LowPrecisionModel`; the tied
+    output layer stays float32); a pretrainer built under ``mixed_bfloat16``
+    is used as it is.
     """
     head = pretrainer.get_objective("masked_lm").head
     encoder = pretrainer.encoder
+    low = with_precision(pretrainer, precision)
+    int8 = low if isinstance(low, quantization.LowPrecisionModel) else None
     spec = tf.TensorSpec([None, None], tf.int32)
 
     @tf.function(input_signature=[{name: spec for name in _FEATURE_NAMES}, spec])
     def probabilities(features, positions):
-        outputs = encoder(features, training=False)
-        logits = head(outputs["sequence_output"], positions, encoder.embedding_table)
+        with int8.running() if int8 is not None else contextlib.nullcontext():
+            outputs = encoder(features, training=False)
+            logits = head(outputs["sequence_output"], positions, encoder.embedding_table)
         return tf.nn.softmax(tf.cast(logits, tf.float32), axis=-1)
 
+    probabilities.int8 = int8  # keeps the int8 weights alive with the function
     return probabilities
 
 
@@ -293,11 +318,12 @@ class FillMaskSettings(MaskedLMFiles):
     max_seq_length: int = option(128, "Longer inputs are truncated.")
     precision: str = option(
         "fp32", "bf16: compute in bfloat16 (float32 weights; faster on CPUs with "
-        "AVX512-BF16 or AMX, and on GPUs/TPUs); probabilities within ~1e-2.",
+        "AVX512-BF16 or AMX, and on GPUs/TPUs); probabilities within ~1e-2. int8: the "
+        "Dense products in int8 (dynamic-range quantisation, oneDNN; see docs/speed.md).",
         choices=PRECISIONS)
 
 
-def fill_mask(pretrainer, tokenizer, texts, top_k=5, max_seq_length=128):
+def fill_mask(pretrainer, tokenizer, texts, top_k=5, max_seq_length=128, precision="fp32"):
     """Top-k vocabulary predictions at every ``[MASK]`` of each text.
 
     Args:
@@ -307,6 +333,8 @@ def fill_mask(pretrainer, tokenizer, texts, top_k=5, max_seq_length=128):
         separates a second segment (``text_a ||| text_b``).
       top_k: predictions per mask (>= 1).
       max_seq_length: word pieces per text, special tokens included.
+      precision: "int8" or "bf16" computes the Dense products in that
+        precision (see `masked_lm_probabilities`).
 
     Raises:
       ValueError when `top_k` < 1, or when truncation to `max_seq_length`
@@ -320,7 +348,7 @@ def fill_mask(pretrainer, tokenizer, texts, top_k=5, max_seq_length=128):
     """
     if top_k < 1:
         raise ValueError("--top_k=%r: expected at least 1 prediction per [MASK]" % (top_k,))
-    probabilities = masked_lm_probabilities(pretrainer)
+    probabilities = masked_lm_probabilities(pretrainer, precision)
     results = []
     for index, text in enumerate(texts):
         text_a, _, text_b = text.partition("|||")
@@ -375,7 +403,8 @@ class FeatureExtractionSettings:
     batch_size: int = option(32, "Batch size for predictions.")
     precision: str = option(
         "fp32", "bf16: compute in bfloat16 (float32 weights; faster on CPUs with "
-        "AVX512-BF16 or AMX, and on GPUs/TPUs).", choices=PRECISIONS)
+        "AVX512-BF16 or AMX, and on GPUs/TPUs). int8: the Dense products in int8 "
+        "(dynamic-range quantisation, oneDNN; see docs/speed.md).", choices=PRECISIONS)
     group_by_length: bool = option(
         True, "Batch texts of similar length together (each batch padded to its longest "
         "text); the output stays in input order with the same values.")
@@ -399,7 +428,7 @@ def extract_features(encoder, tokenizer, texts, layers=(-1, -2, -3, -4), max_seq
       encoder: a `BertEncoder`.
       texts: strings; ``text_a ||| text_b`` for pairs.
       layers: layer indexes into the encoder's layer outputs (-1 = last).
-      precision: "fp32" or "bf16" (see `Encoder`).
+      precision: "fp32", "bf16" or "int8" (see `Encoder`).
       group_by_length: batch texts of similar length together (each batch
         is padded to its longest text only), in windows of
         `GROUP_WINDOW_BATCHES` batches; the outputs still come in input
