@@ -9,8 +9,11 @@ sentence of 30 word pieces (latency) and a batch of 32 such sentences
 
 * this project: `modeling.serving.inference.Encoder` (what `extract_features.py`
   and `predict_masked.py` run: one compiled TensorFlow function, inputs cut to
-  the longest row), in fp32 and in mixed bf16, plus the exported SavedModel's
-  `serving_default` (text in, in-graph tokenizer included) in fp32;
+  the longest row), in fp32, bf16 (the Dense products in bf16 with kernels
+  cast once, products under `quantization.BF16_MIN_ROWS` rows in fp32) and
+  int8 (dynamic-range quantisation of the Dense products, oneDNN's int8
+  kernels), plus the exported SavedModel's `serving_default` (text in,
+  in-graph tokenizer included) in fp32 and int8;
 * keras-hub: `BertBackbone` called in a `tf.function` (its fastest form for
   single calls; `predict` adds per-call overhead);
 * HF transformers in torch: `BertModel` eager under `torch.inference_mode()`,
@@ -19,7 +22,9 @@ sentence of 30 word pieces (latency) and a batch of 32 such sentences
 Every case runs in a fresh process; a round runs every case once, in turn;
 per-call times are recorded raw and the median is the figure. Our bf16 case
 also records the largest difference of its outputs from fp32 on the same
-weights. Before every case the run measures the machine's matrix-product
+weights, and so does the int8 case. The int8 FLOPs are counted as the same
+products (the fraction of peak is then against the fp32 peak: the run
+measures no int8 peak). Before every case the run measures the machine's matrix-product
 peak (`common.measure_peak`; the run keeps the best); every case's model FLOPs utilisation is
 `flops_per_sentence()` (`common.bert_flops`, forward only: sequence and pooled
 outputs) times sentences per second over the peak of its precision.
@@ -44,7 +49,8 @@ VOCAB = 30522
 TOKENS = 30
 BATCH = 32
 CASES = [
-    ("ours", "fp32"), ("ours", "bf16"), ("ours_savedmodel", "fp32"),
+    ("ours", "fp32"), ("ours", "bf16"), ("ours", "int8"), ("ours_savedmodel", "fp32"),
+    ("ours_savedmodel", "int8"),
     ("keras_hub", "fp32"), ("keras_hub", "bf16"),
     ("hf_torch", "fp32"), ("hf_torch_compile", "fp32"), ("hf_torch", "bf16"),
 ]
@@ -101,7 +107,8 @@ def _ours(precision, calls, savedmodel):
         export.export_text_model(
             reference, path, vocab, True, 128,
             output_fn=lambda out: {"sequence_output": out["sequence_output"],
-                                   "pooled_output": out["pooled_output"]})
+                                   "pooled_output": out["pooled_output"]},
+            precision=precision)
         loaded = tf.saved_model.load(path)
         serve = loaded.signatures["serving_default"]
         sentence = tf.constant([" ".join("w%d" % i for i in range(1000, 1000 + TOKENS - 2))])
@@ -112,7 +119,7 @@ def _ours(precision, calls, savedmodel):
         encoder = inference.Encoder(reference, precision=precision)
         single = lambda: encoder(features(one))  # noqa: E731
         batched = lambda: encoder(features(batch))  # noqa: E731
-        if precision == "bf16":
+        if precision in ("bf16", "int8"):
             exact = inference.Encoder(reference)(features(batch))
             approx = batched()
             extra["max_abs_diff_vs_fp32"] = {
