@@ -139,18 +139,19 @@ def write_lines(path, lines):
 # (seconds on a 2-core machine, from a junit report of the whole suite) are handed out
 # first, so that neither worker is left with a long file at the end.
 LONGEST_FIRST = (
-    "test_bad_inputs.py", "test_recipes.py", "test_trainer.py", "test_head_pruning.py",
-    "test_xlnet_pretraining.py", "test_length_batching.py", "test_mass.py",
-    "test_distillation_job.py", "test_beam_pipeline.py", "test_fault_injection.py",
-    "test_published_token_tasks.py", "test_unilm.py", "test_gpt_recipe.py",
-    "test_dynamic_masking.py", "test_encoders.py", "test_gpt2_model.py", "test_cvt.py",
-    "test_siamese.py", "test_ulmfit_recipe.py", "test_run_classifier.py",
-    "test_multiple_choice.py", "test_scale_out.py", "test_ner.py", "test_pretrained.py",
-    "test_masking.py", "test_published_finetuning.py", "test_checkpoints.py",
-    "test_gpt2_recipe.py", "test_siatl.py", "test_gpt2_harness.py", "test_cove.py",
-    "test_multilingual.py", "test_elmo_recipe.py", "test_multitask_distillation.py",
-    "test_classifier_job.py", "test_safety.py", "test_keras_hub_presets_in.py",
-    "test_optimization.py", "test_docs.py",
+    "test_recipes.py", "test_trainer.py", "test_xlnet_pretraining.py", "test_mass.py",
+    "test_encoders.py", "test_head_pruning.py", "test_dynamic_masking.py",
+    "test_bad_inputs.py", "test_length_batching.py", "test_beam_pipeline.py",
+    "test_distillation_job.py", "test_gpt_recipe.py", "test_unilm.py",
+    "test_fault_injection.py", "test_cove.py", "test_pretrained.py", "test_masking.py",
+    "test_run_classifier.py", "test_multiple_choice.py", "test_gpt2_model.py",
+    "test_published_token_tasks.py", "test_gpt2_tokenizer.py", "test_ner.py",
+    "test_gpt_harness.py", "test_cvt.py", "test_gpt2_recipe.py",
+    "test_finetuning_techniques.py", "test_multitask_san.py", "test_elmo_recipe.py",
+    "test_multitask_distillation.py", "test_published_finetuning.py",
+    "test_mass_harness.py", "test_ulmfit_recipe.py", "test_gpt2_classification.py",
+    "test_safety.py", "test_xlnet_network.py", "test_siatl.py", "test_scale_out.py",
+    "test_keras_hub_presets_in.py", "test_run_pretraining.py",
 )
 
 
