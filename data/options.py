@@ -52,7 +52,7 @@ def option_from(settings_class, name, default=_SAME):
     shared group of fields but whose flag has its own default (SQuAD's
     ``--max_seq_length=384``)::
 
-        max_seq_length: int = option_from(EncoderSettings, "max_seq_length", 384)
+        max_seq_length: int = option_from(TextSettings, "max_seq_length", 384)
     """
     field, = [f for f in dataclasses.fields(settings_class) if f.name == name]
     if default is _SAME:

@@ -10,6 +10,7 @@ import dataclasses
 from typing import List, Optional
 
 from data.options import option
+from data.processors.generic import GenericColumns
 from data.probing import arct
 
 __all__ = ["MODES", "NEEDED", "ShortcutSettings"]
@@ -27,7 +28,7 @@ NEEDED = {
 
 
 @dataclasses.dataclass
-class ShortcutSettings:
+class ShortcutSettings(GenericColumns):
     """One shortcut-probing step; the fields are `run/analyze_shortcuts.py`'s flags."""
 
     mode: Optional[str] = option(None, "What to do.", choices=MODES)
@@ -46,13 +47,8 @@ class ShortcutSettings:
     min_applicability: int = option(
         1, "arct_cues: leave out cues applicable to fewer data points.")
     top: Optional[int] = option(None, "arct_cues: write only the top cues (default all).")
+    # A string flag here, as it always was (the group's is an enum).
     file_format: str = option("tsv", "generic processor: tsv, csv or jsonl.")
-    text_a_column: str = option("0", "generic processor: text_a column (index or name).")
-    text_b_column: Optional[str] = option(None, "generic processor: text_b column.")
-    label_column: str = option("1", "generic processor: label column.")
-    has_header: bool = option(True, "generic processor: the files start with a header.")
-    labels: Optional[List[str]] = option(
-        None, "generic processor: the labels (default: inferred).")
     ablations: List[str] = option(help="arct_ablations: which to write.",
                                   default_factory=lambda: list(arct.ABLATIONS))
     keep_original: bool = option(

@@ -42,7 +42,7 @@ from data.processors.features import _truncate_seq_pair  # noqa: F401
 from data.processors.choice import (ArctProcessor, ChoiceExample, MultipleChoiceProcessor,
                                     SwagProcessor, convert_choice_example,
                                     file_based_convert_choice_examples)
-from data.processors.generic import GenericProcessor
+from data.processors.generic import GenericColumns, GenericProcessor
 from data.processors.glue import (ColaProcessor, GlueTsvProcessor, MnliMismatchedProcessor,
                                   MnliProcessor, MrpcProcessor, QqpProcessor, Sst2Processor,
                                   StsbProcessor, XnliProcessor)
@@ -56,7 +56,7 @@ __all__ = [
     "InputExample", "IdsInputExample", "PaddingInputExample", "InputFeatures",
     "DataProcessor", "SplitProcessor", "GlueTsvProcessor", "XnliProcessor", "MnliProcessor",
     "MnliMismatchedProcessor", "MrpcProcessor", "ColaProcessor", "Sst2Processor",
-    "QqpProcessor", "StsbProcessor", "GenericProcessor", "IdsProcessor",
+    "QqpProcessor", "StsbProcessor", "GenericColumns", "GenericProcessor", "IdsProcessor",
     "ChoiceExample", "MultipleChoiceProcessor", "ArctProcessor", "SwagProcessor",
     "convert_choice_example", "file_based_convert_choice_examples",
     "PROCESSORS", "register_processor", "load_processor_class", "get_processor_class",

@@ -7,15 +7,37 @@ the training file, and the three task types. `run_classifier.py
 """
 
 import collections
+import dataclasses
 import os
+from typing import List, Optional
 
 from absl import logging
+
+from data.options import option
 
 from data.processors.base import (CLASSIFICATION, MULTI_LABEL, REGRESSION, TASK_TYPES,
                                   DataError, InputExample, ProcessorError, SplitProcessor,
                                   parse_score, sorted_labels)
 
-__all__ = ["GenericProcessor"]
+__all__ = ["GenericColumns", "GenericProcessor"]
+
+
+@dataclasses.dataclass
+class GenericColumns:
+    """The flags that describe a generic data file (``--task_name=generic``), declared once
+    for the jobs and tools that read one (their fields, `GenericProcessor`'s arguments)."""
+
+    file_format: str = option("tsv", "generic: data file format.",
+                              choices=("tsv", "csv", "jsonl"))
+    text_a_column: Optional[str] = option(
+        "0", "generic: column of text_a (index or header name/key).")
+    text_b_column: Optional[str] = option(
+        None, "generic: column of text_b (index or name); unset for single sentences.")
+    label_column: Optional[str] = option("1", "generic: column of the label (index or name).")
+    has_header: bool = option(True, "generic: tsv/csv files start with a header row.")
+    labels: Optional[List[str]] = option(
+        None, "generic: the label list (comma-separated); default: inferred from the training "
+        "file.")
 
 
 def _parse_column(column):

@@ -48,7 +48,7 @@ import math
 import os
 import tempfile
 import time
-from typing import List, Optional
+from typing import Optional
 
 import numpy as np
 import tensorflow as tf
@@ -851,14 +851,8 @@ def _latency_batch(config, batch_size, seq_length, seed=0):
     }
 
 
-def _classifier_option(name):
-    """`ClassifierJob`'s field `name` as it is (same default and help: run_classifier's flag)."""
-    field, = [f for f in dataclasses.fields(classifier_job.ClassifierJob) if f.name == name]
-    return dataclasses.field(default=field.default, metadata=field.metadata)
-
-
 @dataclasses.dataclass
-class PruningSettings:
+class PruningSettings(processors_lib.GenericColumns):
     """A `run` of `run/prune_heads.py`; its fields are that script's flags.
 
     The model and data fields are `ClassifierJob`'s (`classifier_job()`
@@ -914,15 +908,9 @@ class PruningSettings:
     data_dir: Optional[str] = option(None, "The task's data directory.")
     processor: Optional[str] = option(
         None, "A DataProcessor: path/to/my_task.py:MyProcessor.")
-    text_a_column: str = option("0", "generic: column of text_a.")
-    text_b_column: Optional[str] = option(None, "generic: column of text_b.")
-    label_column: str = option("1", "generic: column of the label.")
-    has_header: bool = option(True, "generic: files start with a header row.")
-    labels: Optional[List[str]] = option(None, "generic: the label list.")
     train_file: Optional[str] = option(None, "generic: training file name in --data_dir.")
     dev_file: Optional[str] = option(None, "generic: dev file name in --data_dir.")
     xnli_language: str = option("zh", "xnli: the language.")
-    file_format: str = _classifier_option("file_format")
 
     # The fields that are ClassifierJob's too.
     _JOB_FIELDS = ("model_family", "init_checkpoint", "bert_config_file", "vocab_file",

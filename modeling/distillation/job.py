@@ -99,7 +99,9 @@ _HEAD_NAMES = ("output_weights", "output_bias")
 
 
 @dataclasses.dataclass
-class DistillationJob(settings.TrainerSettings, input_pipeline.LengthBatchingSettings):
+class DistillationJob(settings.TrainerSettings, input_pipeline.LengthBatchingSettings,
+                      settings.TextSettings, settings.FineTuningSettings,
+                      settings.EvalSettings, processors_lib.GenericColumns):
     """Everything a distillation run needs; the fields are `run_distillation.py`'s flags."""
 
     style: str = option(
@@ -123,18 +125,9 @@ class DistillationJob(settings.TrainerSettings, input_pipeline.LengthBatchingSet
     task_name: Optional[str] = option(None, "Classification task (mrpc, cola, generic, ...).")
     processor: Any = option(None, "Your DataProcessor: path/to/my_task.py:MyProcessor.")
     data_dir: Optional[str] = option(None, "The task's data directory.")
-    file_format: str = option("tsv", "generic: data file format.",
-                              choices=("tsv", "csv", "jsonl"))
-    text_a_column: Optional[str] = option("0", "generic: column of text_a.")
-    text_b_column: Optional[str] = option(None, "generic: column of text_b.")
-    label_column: Optional[str] = option("1", "generic: column of the label.")
     guid_column: Optional[str] = option(None, "generic: column of an example id.")
-    has_header: bool = option(True, "generic: files start with a header row.")
-    labels: Optional[List[str]] = option(None, "generic: the label list.")
     train_file: Optional[str] = option(None, "generic: training file name in --data_dir.")
     dev_file: Optional[str] = option(None, "generic: dev file name in --data_dir.")
-    vocab_file: Optional[str] = option(None, "The vocabulary shared by teachers and student.")
-    do_lower_case: bool = option(True, "Lower case the input text.")
     transfer_file: Optional[str] = option(
         None, "Unlabeled examples the teachers label (one per line: text_a, or "
         "text_a<TAB>text_b); they count in the soft loss only.")
@@ -143,18 +136,8 @@ class DistillationJob(settings.TrainerSettings, input_pipeline.LengthBatchingSet
         None, "distilbert: training TFRecords (comma-separated globs).")
     eval_input_file: Optional[str] = option(None, "distilbert: dev TFRecords.")
     max_predictions_per_seq: int = option(20, "distilbert: masked positions per sequence.")
-    max_seq_length: int = option(128, "Maximum sequence length.")
-    output_dir: Optional[str] = option(None, "Where checkpoints and results are written.")
-    do_train: bool = option(False, "Whether to train the student.")
-    do_eval: bool = option(False, "Whether to evaluate and compare teacher and student.")
-    train_batch_size: int = option(32, "Total batch size for training.")
-    eval_batch_size: int = option(8, "Total batch size for eval (and latency).")
-    learning_rate: float = option(5e-5, "The initial learning rate.")
-    num_train_epochs: float = option(3.0, "Epochs over labelled + transfer examples.")
     num_train_steps: Optional[int] = option(
         None, "Training steps (overrides --num_train_epochs).")
-    warmup_proportion: float = option(0.1, "Proportion of training with linear warmup.")
-    save_checkpoints_steps: int = option(1000, "How often to save a checkpoint.")
     # The losses.
     temperature: float = option(1.0, "Softmax temperature T of the soft targets.")
     alpha: float = option(0.5, "mtdnn: loss = alpha T^2 soft CE + (1 - alpha) hard CE.")
@@ -173,7 +156,6 @@ class DistillationJob(settings.TrainerSettings, input_pipeline.LengthBatchingSet
         "scores", "tinybert: match the attention scores before the softmax (the paper's) or "
         "the probabilities.", choices=models.ATTENTION_TARGETS)
     latency_runs: int = option(5, "Timed forward passes per model (after warm-up).")
-    seed: Optional[int] = option(None, "Random seed for weights, dropout and input shuffling.")
 
 
 @dataclasses.dataclass

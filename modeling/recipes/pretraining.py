@@ -58,11 +58,10 @@ BASELINE_TRAIN_EXAMPLES = 20000
 
 
 @dataclasses.dataclass
-class PretrainingJob(settings.TrainerSettings, settings.DataServiceSettings):
+class PretrainingJob(settings.TrainerSettings, settings.DataServiceSettings,
+                     settings.TrainingSettings, settings.EvalSettings):
     """Everything a pre-training run needs; the fields are `run/run_pretraining.py`'s flags."""
 
-    output_dir: Optional[str] = option(
-        None, "The output directory where the model checkpoints will be written.")
     recipe: str = option(
         "bert", "Pre-training recipe: a name (%s) or a recipe JSON file. With "
         "--input_file, make the inputs the recipe's pipeline reads (see README)."
@@ -88,16 +87,9 @@ class PretrainingJob(settings.TrainerSettings, settings.DataServiceSettings):
     max_seq_length: int = option(128, "The maximum total input sequence length.")
     max_predictions_per_seq: int = option(
         20, "Maximum number of masked LM predictions per sequence.")
-    do_train: bool = option(False, "Whether to run training.")
-    do_eval: bool = option(False, "Whether to run eval on the dev set.")
-    train_batch_size: int = option(32, "Total batch size for training.")
-    eval_batch_size: int = option(8, "Total batch size for eval.")
-    learning_rate: float = option(5e-5, "The initial learning rate for Adam.")
     num_train_steps: int = option(100000, "Number of training steps.")
     num_warmup_steps: int = option(10000, "Number of warmup steps.")
-    save_checkpoints_steps: int = option(1000, "How often to save the model checkpoint.")
     max_eval_steps: int = option(100, "Maximum number of eval steps.")
-    seed: Optional[int] = option(None, "Random seed for weights and input shuffling.")
     demo: bool = option(False, "The demo job on the bundled corpus (`for_demo`).", flag=False)
     demo_texts: Optional[List[str]] = option(
         None, "The demo's text files (default: the bundled data/sample/sample_*.txt), split "

@@ -52,7 +52,7 @@ one-line message naming the flag, file or line. Registered as
 
 import dataclasses
 import os
-from typing import Any, List, Optional
+from typing import List, Optional
 
 from absl import logging
 import numpy as np
@@ -68,6 +68,7 @@ from modeling.tasks import classifier_job
 from modeling.tasks import word_input_format as wif
 from modeling.tasks.input_formats import ClassifierJobError
 from modeling.training.options import option
+from modeling.training.options import option_from
 
 __all__ = ["SiatlInputFormat", "SiatlJob", "SiatlJobError", "SiatlResult", "SiatlRunner",
            "Stage", "run", "stage_plan"]
@@ -103,24 +104,16 @@ class SiatlJob(classifier_job.ClassifierJob):
         None, "The LM's config file (ulmfit_config.json of the pre-training output).")
     vocab_file: Optional[str] = option(
         None, "The LM's word vocabulary (<S> </S> <UNK>, then one word per line).")
-    output_dir: Optional[str] = option(None, "Where checkpoints and results are written.")
     init_checkpoint: Optional[str] = option(
         None, "The pre-trained LM: a run_pretraining.py output dir or ckpt-N prefix.")
-    do_lower_case: bool = option(True, "Lower case the input text.")
     max_seq_length: int = option(
         64, "Words per example with <S> and </S>; longer texts are cut.")
-    do_predict: bool = option(False, "Whether to predict the test set.")
     learning_rate: float = option(1e-3, "Peak learning rate of every stage.")
     num_train_epochs: float = option(
         3.0, "Epochs of stage 3 when --stage_3_steps is not given.")
     warmup_proportion: float = option(0.1, "Warm-up share of each stage's updates.")
-    save_checkpoints_steps: int = option(1000, "How often to save a checkpoint.")
-    processor: Any = option(
-        None, "A DataProcessor in your own file: path/to/my_task.py:MyProcessor.")
-    text_a_column: Optional[str] = option("0", "generic: column of text_a (index or name).")
-    text_b_column: Optional[str] = option(None, "generic: column of text_b (index or name).")
-    labels: Optional[List[str]] = option(
-        None, "generic: the label list (default: from the training file).")
+    # The generic files' label list (run_classifier's also serves its ids task).
+    labels: Optional[List[str]] = option_from(processors_lib.GenericColumns, "labels")
     task_type: str = option(
         processors_lib.CLASSIFICATION, "generic: classification, multi_label or regression.",
         choices=processors_lib.TASK_TYPES)

@@ -81,9 +81,9 @@ def feature_families():
 
 @dataclasses.dataclass
 class ClassifierJob(settings.TrainerSettings, settings.DataServiceSettings,
-                    input_pipeline.LengthBatchingSettings, settings.EncoderSettings,
+                    input_pipeline.LengthBatchingSettings, job_lib.EncoderSettings,
                     settings.FineTuningSettings, settings.EvalSettings,
-                    settings.PredictSettings):
+                    settings.PredictSettings, processors_lib.GenericColumns):
     """Everything a fine-tuning run needs; the fields are `run_classifier.py`'s flags.
 
     `processor` is a ``path/to/my_task.py:MyProcessor`` spec (as the flag),
@@ -108,16 +108,8 @@ class ClassifierJob(settings.TrainerSettings, settings.DataServiceSettings,
     processor: Any = option(
         None, "A DataProcessor in your own file: path/to/my_task.py:MyProcessor (or "
         "package.module:MyProcessor). Overrides --task_name.")
-    # task_name=generic.
-    file_format: str = option("tsv", "generic: data file format.",
-                              choices=("tsv", "csv", "jsonl"))
-    text_a_column: Optional[str] = option(
-        "0", "generic: column of text_a (index or header name/key).")
-    text_b_column: Optional[str] = option(
-        None, "generic: column of text_b (index or name); unset for single sentences.")
-    label_column: Optional[str] = option("1", "generic: column of the label (index or name).")
+    # task_name=generic: the columns are `GenericColumns`' fields.
     guid_column: Optional[str] = option(None, "generic: column of an example id (optional).")
-    has_header: bool = option(True, "generic: tsv/csv files start with a header row.")
     labels: Optional[List[str]] = option(
         None, "generic, ids: the label list (comma-separated); default: inferred from the "
         "training file.")

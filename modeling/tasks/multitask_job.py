@@ -121,7 +121,7 @@ SPAN_QA_PROCESSORS = ("squad",)
 
 @dataclasses.dataclass
 class MultitaskJob(settings.TrainerSettings, input_pipeline_lib.LengthBatchingSettings,
-                   settings.EncoderSettings, settings.FineTuningSettings,
+                   job_lib.EncoderSettings, settings.FineTuningSettings,
                    settings.EvalSettings):
     """Everything a multi-task run needs; the fields are `run_multitask.py`'s flags."""
 

@@ -71,7 +71,7 @@ TAGGING_GROUPS = (("input_mask", conll.FEATURE_NAMES),)
 
 @dataclasses.dataclass
 class NerJob(settings.TrainerSettings, input_pipeline.LengthBatchingSettings,
-             settings.EncoderSettings, settings.FineTuningSettings, settings.EvalSettings,
+             job_lib.EncoderSettings, settings.FineTuningSettings, settings.EvalSettings,
              settings.PredictSettings):
     """Everything a tagging run needs; the fields are `run_ner.py`'s flags."""
 

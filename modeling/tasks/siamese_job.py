@@ -76,7 +76,7 @@ PAIR_GROUPS = tuple((prefix + "input_mask", tuple(prefix + name for name in (
 
 @dataclasses.dataclass
 class SiameseJob(settings.TrainerSettings, input_pipeline.LengthBatchingSettings,
-                 settings.EncoderSettings, settings.FineTuningSettings, settings.EvalSettings):
+                 job_lib.EncoderSettings, settings.FineTuningSettings, settings.EvalSettings):
     """Everything a bi-encoder run needs; the fields are `run_siamese.py`'s flags."""
 
     max_seq_length: int = option(64, "Maximum word pieces per text with [CLS] and [SEP].")

@@ -56,10 +56,10 @@ SquadJobError = ClassifierJobError
 
 @dataclasses.dataclass
 class SquadJob(settings.TrainerSettings, input_pipeline.LengthBatchingSettings,
-               settings.EncoderSettings, settings.FineTuningSettings, settings.PredictSettings):
+               job_lib.EncoderSettings, settings.FineTuningSettings, settings.PredictSettings):
     """Everything a SQuAD run needs; the fields are `run_squad.py`'s flags."""
 
-    max_seq_length: int = settings.option_from(settings.EncoderSettings, "max_seq_length", 384)
+    max_seq_length: int = settings.option_from(settings.TextSettings, "max_seq_length", 384)
     # Google's flags.
     train_file: Optional[str] = option(None, "SQuAD json for training. E.g., train-v1.1.json")
     predict_file: Optional[str] = option(

@@ -35,7 +35,9 @@ the runner's `error` (a `ValueError`) with a one-line message that names the
 flag or file, which the run scripts print as ``<script>: error: ...``.
 """
 
+import dataclasses
 import os
+from typing import Optional
 
 from absl import logging
 import tensorflow as tf
@@ -46,8 +48,28 @@ from modeling.training import optimization
 from modeling.training import settings
 from modeling.training import trainer as trainer_lib
 from modeling.training import validation
+from modeling.training.options import option
 
-__all__ = ["JobRunner", "eval_results_from", "folder_tokenizer", "print_results"]
+__all__ = ["EncoderSettings", "JobRunner", "eval_results_from", "folder_tokenizer",
+           "print_results"]
+
+
+@dataclasses.dataclass
+class EncoderSettings(settings.TextSettings):
+    """The pre-trained encoder a job starts from (a family of `modeling.registry`), and how
+    its text is read: Google's flags, declared once for the jobs that fine-tune one."""
+
+    model_family: str = option(
+        registry.DEFAULT_FAMILY, "The encoder's model family (bert, albert, ...): how "
+        "--bert_config_file and --init_checkpoint are read.")
+    bert_config_file: Optional[str] = option(
+        None, "The config json file corresponding to the pre-trained BERT model (Google's "
+        "bert_config.json or HF's config.json). This specifies the model architecture. Or a "
+        "preset name of the family (bert_base, L-4_H-256, ...): a model of that size with "
+        "--vocab_file's vocabulary.")
+    init_checkpoint: Optional[str] = option(
+        None, "Initial checkpoint (usually from a pre-trained BERT model): a Google "
+        "bert_model.ckpt prefix, a checkpoint of this project, or HF safetensors.")
 
 
 def eval_results_from(raw, loss_alias=True):

@@ -24,7 +24,6 @@ from typing import Optional
 
 import keras
 
-from modeling import registry
 from modeling.training import distribute
 from modeling.training import pruning
 from modeling.training import run_lock
@@ -32,8 +31,9 @@ from modeling.training import trainer as trainer_lib
 from modeling.training.options import option
 from modeling.training.options import option_from
 
-__all__ = ["DataServiceSettings", "EncoderSettings", "EvalSettings", "FineTuningSettings",
-           "PredictSettings", "TrainerSettings", "option_from", "output_dir_lock", "start_run"]
+__all__ = ["DataServiceSettings", "EvalSettings", "FineTuningSettings",
+           "PredictSettings", "TextSettings", "TrainerSettings", "TrainingSettings",
+           "option_from", "output_dir_lock", "start_run"]
 
 
 @dataclasses.dataclass
@@ -193,31 +193,20 @@ class DataServiceSettings:
         "is known by its name only.")
 
 
-# Google's flags that the fine-tuning jobs share, in groups a job composes
-# (``class NerJob(TrainerSettings, EncoderSettings, FineTuningSettings, ...)``),
+# Google's flags that the training jobs share, in groups a job composes
+# (``class NerJob(TrainerSettings, job.EncoderSettings, FineTuningSettings, ...)``),
 # so that each flag's default and help are written once. A job whose default
 # differs restates the field with `option_from` (the group's help, its own default):
 #
-#     max_seq_length: int = option_from(EncoderSettings, "max_seq_length", 384)
+#     max_seq_length: int = option_from(TextSettings, "max_seq_length", 384)
 
 
 @dataclasses.dataclass
-class EncoderSettings:
-    """The pre-trained encoder a job starts from, and how its text is read."""
+class TextSettings:
+    """How a job's text becomes word pieces: the vocabulary, the case, the length."""
 
-    model_family: str = option(
-        registry.DEFAULT_FAMILY, "The encoder's model family (bert, albert, ...): how "
-        "--bert_config_file and --init_checkpoint are read.")
-    bert_config_file: Optional[str] = option(
-        None, "The config json file corresponding to the pre-trained BERT model (Google's "
-        "bert_config.json or HF's config.json). This specifies the model architecture. Or a "
-        "preset name of the family (bert_base, L-4_H-256, ...): a model of that size with "
-        "--vocab_file's vocabulary.")
     vocab_file: Optional[str] = option(
         None, "The vocabulary file that the BERT model was trained on.")
-    init_checkpoint: Optional[str] = option(
-        None, "Initial checkpoint (usually from a pre-trained BERT model): a Google "
-        "bert_model.ckpt prefix, a checkpoint of this project, or HF safetensors.")
     do_lower_case: bool = option(
         True, "Whether to lower case the input text. Should be True for uncased models and "
         "False for cased models.")
@@ -227,20 +216,26 @@ class EncoderSettings:
 
 
 @dataclasses.dataclass
-class FineTuningSettings:
-    """Where a fine-tuning run writes, and its training schedule."""
+class TrainingSettings:
+    """Where a training run writes, and its batch size, rate, checkpoints and seed."""
 
     output_dir: Optional[str] = option(
         None, "The output directory where the model checkpoints will be written.")
     do_train: bool = option(False, "Whether to run training.")
     train_batch_size: int = option(32, "Total batch size for training.")
     learning_rate: float = option(5e-5, "The initial learning rate for Adam.")
+    save_checkpoints_steps: int = option(1000, "How often to save the model checkpoint.")
+    seed: Optional[int] = option(None, "Random seed for weights, dropout and input shuffling.")
+
+
+@dataclasses.dataclass
+class FineTuningSettings(TrainingSettings):
+    """A fine-tuning run's schedule: epochs over the data, with a linear warm-up."""
+
     num_train_epochs: float = option(3.0, "Total number of training epochs to perform.")
     warmup_proportion: float = option(
         0.1, "Proportion of training to perform linear learning rate warmup for. E.g., 0.1 = "
         "10% of training.")
-    save_checkpoints_steps: int = option(1000, "How often to save the model checkpoint.")
-    seed: Optional[int] = option(None, "Random seed for weights, dropout and input shuffling.")
 
 
 @dataclasses.dataclass

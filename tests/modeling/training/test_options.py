@@ -116,12 +116,12 @@ def test_a_field_without_help_is_refused():
 
 def test_a_field_from_a_shared_group_keeps_its_help_with_its_own_default():
     @dataclasses.dataclass
-    class Job(settings.EncoderSettings, settings.EvalSettings):
-        max_seq_length: int = options.option_from(settings.EncoderSettings, "max_seq_length", 384)
+    class Job(settings.TextSettings, settings.EvalSettings):
+        max_seq_length: int = options.option_from(settings.TextSettings, "max_seq_length", 384)
         texts: List[str] = options.option_from(_Job, "texts")
 
     specs = {spec.name: spec for spec in options.flag_specs(Job)}
-    shared = {spec.name: spec for spec in options.flag_specs(settings.EncoderSettings)}
+    shared = {spec.name: spec for spec in options.flag_specs(settings.TextSettings)}
     assert specs["max_seq_length"].default == 384 and Job().max_seq_length == 384
     assert specs["max_seq_length"].help == shared["max_seq_length"].help
     assert specs["vocab_file"] == shared["vocab_file"]
