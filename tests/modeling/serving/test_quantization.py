@@ -107,6 +107,22 @@ def test_int8_products_match_a_float_reference_in_tf_function_and_savedmodel(tmp
         report["savedmodel_diff"] = float(np.abs(served["int8"] - served["fp32"]).max())
         names = tf.saved_model.load("int8").model_variables
         report["saved_int8"] = sum(v.dtype == tf.int8 for v in names)
+        # Fill-mask (predict_masked.py's path): the encoder's and the MLM head's Dense.
+        from data import tokenization
+        from modeling import recipes
+        keras.utils.set_random_seed(0)
+        pretrainer = recipes.build_bert_pretrainer(config)
+        tokenizer = tokenization.FullTokenizer("vocab.txt", True)
+        texts = ["w1 w2 [MASK] w4 w5 w6", "w7 [MASK] w9 ||| w10 [MASK]"]
+        masks = {p: inference.fill_mask(pretrainer, tokenizer, texts, top_k=3,
+                                        max_seq_length=16, precision=p)
+                 for p in ("fp32", "int8")}
+        report["fill_mask_prob_diff"] = max(
+            abs(a["probability"] - b["probability"])
+            for ra, rb in zip(masks["fp32"], masks["int8"])
+            for ma, mb in zip(ra["masks"], rb["masks"])
+            for a, b in zip(ma["predictions"], mb["predictions"]))
+        report["fill_mask_masks"] = sum(len(r["masks"]) for r in masks["int8"])
         print(json.dumps(report))
     """, tmp_path)
     # The kernel is the emulated arithmetic (integer sums exact; float32 rescaling).
@@ -121,6 +137,7 @@ def test_int8_products_match_a_float_reference_in_tf_function_and_savedmodel(tmp
     assert out["float_unchanged"] == 0.0
     assert out["savedmodel_diff"] < 0.05
     assert out["saved_int8"] == 13
+    assert out["fill_mask_masks"] == 3 and out["fill_mask_prob_diff"] < 0.02
 
 
 def test_fine_tuned_classifier_int8_labels_agree_with_fp32_on_held_out_data(tmp_path):
