@@ -186,7 +186,7 @@ def warm_up():
               trie[1], trie[2], _PUNCTUATION, trie[3], 0, 200)
 
 
-class AsciiWordPiece(object):
+class AsciiWordPiece(unicode_wordpiece.CompiledWordPiece):
     """Token ids of lines: printable-ASCII lines compiled, the rest through `fallback`.
 
     Args:
@@ -200,16 +200,7 @@ class AsciiWordPiece(object):
     """
 
     def __init__(self, full_tokenizer, fallback=None, unicode_min_chars=UNICODE_MIN_CHARS):
-        self.full_tokenizer = full_tokenizer
-        self.vocab = full_tokenizer.vocab
-        self.do_lower_case = full_tokenizer.do_lower_case
-        wordpiece = full_tokenizer.wordpiece_tokenizer
-        unk = wordpiece.unk_token
-        if unk not in self.vocab:
-            raise ValueError("The vocabulary has no %s token" % unk)
-        self._unk_id = self.vocab[unk]
-        self._max_chars = int(wordpiece.max_input_chars_per_word)
-        self._fallback = fallback
+        super().__init__(full_tokenizer, fallback)
         self._unicode_min_chars = unicode_min_chars
         self._unicode = None
         self._trie = None
@@ -258,10 +249,7 @@ class AsciiWordPiece(object):
             if len(fast_index) == 0:
                 return slow_ids, slow_counts
         else:
-            if self._fallback is not None:
-                slow = self._fallback(slow_lines)
-            else:
-                slow = [self.full_tokenizer.tokenize(line) for line in slow_lines]
+            slow = self._fallback_tokens(slow_lines)
             vocab = self.vocab
             slow_ids = np.array([vocab[token] for tokens in slow for token in tokens],
                                 np.int32)

@@ -373,16 +373,9 @@ def available():
     return numba is not None
 
 
-class UnicodeWordPiece(object):
-    """`FullTokenizer`'s token ids of many lines, any script, compiled.
-
-    Args:
-      full_tokenizer: a `tokenization.FullTokenizer` (its vocabulary, case,
-        unknown token and longest word are used).
-      fallback: callable(list of lines) -> list of lists of token strings
-        for the few lines the tables cannot take (see the module doc);
-        default: `full_tokenizer.tokenize` per line.
-    """
+class CompiledWordPiece(object):
+    """What the compiled tokenizers share: a `FullTokenizer`'s vocabulary, case, unknown
+    token and longest word, and the fallback for the lines they do not take."""
 
     def __init__(self, full_tokenizer, fallback=None):
         self.full_tokenizer = full_tokenizer
@@ -395,6 +388,27 @@ class UnicodeWordPiece(object):
         self._unk_id = self.vocab[unk]
         self._max_chars = int(wordpiece.max_input_chars_per_word)
         self._fallback = fallback
+
+    def _fallback_tokens(self, lines):
+        """The fallback's (default: `FullTokenizer`'s) token strings of each of `lines`."""
+        if self._fallback is not None:
+            return self._fallback(lines)
+        return [self.full_tokenizer.tokenize(line) for line in lines]
+
+
+class UnicodeWordPiece(CompiledWordPiece):
+    """`FullTokenizer`'s token ids of many lines, any script, compiled.
+
+    Args:
+      full_tokenizer: a `tokenization.FullTokenizer` (its vocabulary, case,
+        unknown token and longest word are used).
+      fallback: callable(list of lines) -> list of lists of token strings
+        for the few lines the tables cannot take (see the module doc);
+        default: `full_tokenizer.tokenize` per line.
+    """
+
+    def __init__(self, full_tokenizer, fallback=None):
+        super().__init__(full_tokenizer, fallback)
         self._compiled = None
         self._id_objects = np.array(list(range(max(self.vocab.values()) + 1)), dtype=object)
         if numba is None:
@@ -420,10 +434,7 @@ class UnicodeWordPiece(object):
         return cls(tokenization.FullTokenizer(vocab_file, do_lower_case), fallback=fallback)
 
     def _fallback_ids(self, lines):
-        if self._fallback is not None:
-            tokens = self._fallback(lines)
-        else:
-            tokens = [self.full_tokenizer.tokenize(line) for line in lines]
+        tokens = self._fallback_tokens(lines)
         vocab = self.vocab
         return [[vocab[token] for token in line_tokens] for line_tokens in tokens]
 
